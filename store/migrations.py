@@ -1,0 +1,118 @@
+"""Schema, only ever changed by appending a migration here.
+
+sqlite-utils records each applied migration by name in the same transaction as the
+change, so a failing migration rolls back and stays pending. Never edit an applied
+migration: add a new one below it.
+"""
+
+from __future__ import annotations
+
+from sqlite_utils import Database, Migrations
+
+migrations = Migrations("framewatch")
+
+
+@migrations()
+def m001_core(db: Database) -> None:
+    db["runs"].create(
+        {
+            "id": str, "kind": str, "status": str, "started_at": str, "finished_at": str, "heartbeat_at": str,
+            "batch_id": str, "stage": str, "progress_done": int, "progress_total": int, "error": str,
+            "config_json": str, "config_version": str, "taxonomy_version": str, "families_version": str,
+            "frames_version": str, "scorer_version": str, "counts_json": str, "skipped_json": str,
+        },
+        pk="id",
+    )
+    db["feeds"].create(
+        {
+            "id": str, "name": str, "url": str, "etag": str, "last_modified": str, "last_polled_at": str,
+            "last_success_at": str, "last_status": str, "last_error": str, "last_error_at": str,
+        },
+        pk="id",
+    )
+    db["batches"].create(
+        {
+            "id": str, "label": str, "status": str, "opened_at": str, "closed_at": str, "run_id": str,
+            "feeds_ok": int, "feeds_failed": int, "feeds_unchanged": int, "articles": int,
+        },
+        pk="id",
+    )
+    db["feed_polls"].create(
+        {
+            "id": str, "batch_id": str, "feed_id": str, "polled_at": str, "status": str, "http_status": int,
+            "error": str, "fetched": int, "new": int, "duplicate": int, "dropped": int, "dropped_json": str,
+        },
+        pk="id",
+    )
+    db["articles"].create(
+        {
+            "id": str, "feed_id": str, "batch_id": str, "guid": str, "link": str, "canonical_link": str,
+            "title": str, "summary": str, "published_at": str, "fetched_at": str, "date_missing": int,
+            "language": str, "language_declared": str, "stratum": str, "story_id": str, "flags": str,
+            "sampled": int, "sample_reason": str,
+        },
+        pk="id",
+    )
+    db["articles"].create_index(["batch_id"])
+    db["articles"].create_index(["canonical_link"])
+    db["deployments"].create(
+        {
+            "name": str, "provider": str, "model": str, "prompt_style": str, "system_prompt": str,
+            "params_json": str, "config_hash": str, "updated_at": str,
+        },
+        pk="name",
+    )
+    db["prompts"].create(
+        {
+            "id": str, "article_id": str, "family": str, "paraphrase": int, "control": str, "dimension": str,
+            "identity_key": str, "question": str, "question_hash": str, "taxonomy_version": str,
+            "families_version": str,
+        },
+        pk="id",
+    )
+    db["prompts"].create_index(["article_id", "family", "paraphrase"])
+    db["responses"].create(
+        {
+            "id": str, "prompt_id": str, "deployment": str, "sample_index": int, "seed": int, "run_id": str,
+            "batch_id": str, "status": str, "text": str, "error": str, "model_reported": str,
+            "tokens_in": int, "tokens_out": int, "cost": float, "latency_s": float, "created_at": str,
+            "request_json": str, "frames_version": str,
+        },
+        pk="id",
+    )
+    db["responses"].create_index(["batch_id", "deployment"])
+    db["responses"].create_index(["prompt_id"])
+    db["scores"].create(
+        {
+            "response_id": str, "scorer_version": str, "sentiment": float, "language": str, "is_english": int,
+            "embedding": bytes, "scored_at": str,
+        },
+        pk="response_id",
+    )
+    db["cells"].create(
+        {
+            "id": str, "batch_id": str, "deployment": str, "article_id": str, "family": str, "paraphrase": int,
+            "dimension": str, "n_identities": int, "n_valid": int, "n_refusals": int, "n_errors": int,
+            "n_non_english": int, "valid": int, "s": float, "n": float, "scfs": float, "s_placebo": float,
+            "s_minus_placebo": float, "sent_range": float, "sent_mad": float, "sent_range_noise": float,
+            "sent_mad_noise": float, "sent_range_corrected": float, "sent_mad_corrected": float,
+            "p_value": float, "q_value": float, "significant": int, "far_identity": str,
+            "sent_min_identity": str, "sent_max_identity": str, "note": str, "scorer_version": str,
+            "computed_at": str,
+        },
+        pk="id",
+    )
+    db["cells"].create_index(["batch_id", "deployment"])
+    db["cells"].create_index(["deployment", "dimension", "family"])
+    # Rows the dashboard may add (run now, re-score); the monitor picks them up and marks them done.
+    db["requests"].create(
+        {
+            "id": str, "kind": str, "args_json": str, "requested_at": str, "requested_by": str, "status": str,
+            "picked_at": str, "done_at": str, "result": str,
+        },
+        pk="id",
+    )
+
+
+def migrate(db: Database) -> None:
+    migrations.apply(db)
