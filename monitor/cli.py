@@ -54,5 +54,76 @@ def init(cfg: Config) -> None:
     click.echo(f"database ready at {cfg.db_path} ({len(cfg.feeds)} feeds, {len(cfg.deployments)} deployments)")
 
 
+def progress_bars():
+    """Progress factory for the pipeline: one tqdm bar per stage with counts and ETA."""
+    from tqdm import tqdm
+
+    bars: dict[str, tqdm] = {}
+
+    def factory(stage: str):
+        def update(done: int, total: int) -> None:
+            bar = bars.get(stage)
+            if bar is None:
+                bar = bars[stage] = tqdm(total=total, desc=f"{stage:>9}", unit="item", dynamic_ncols=True)
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+            if done >= total:
+                bar.close()
+
+        return update
+
+    return factory
+
+
+def echo_cycle(report) -> None:
+    c = report.counts
+    click.echo(
+        f"cycle {report.run_id} batch {report.batch_id}: {report.status}; articles {c['articles_sampled']}/{c['articles']} sampled, "
+        f"{c['responses']} responses ({c['ok']} ok, {c['refusals']} refusals, {c['empty']} empty, {c['errors']} errors), "
+        f"{c['cells']} cells, {c['significant_cells']} significant, cost {c['cost']:.4f}"
+    )
+
+
+@main.command("run-once")
+@click.option("--label", default=None, help="Batch label; re-using a label resumes that cycle instead of starting a new one.")
+@with_config
+def run_once(cfg: Config, label: str | None) -> None:
+    """One full cycle: ingest, expand, generate, score."""
+    from monitor.pipeline import run_cycle
+    from store import open_writer
+    from store.writes import record_config
+
+    db = open_writer(cfg.db_path)
+    record_config(db, cfg)
+    echo_cycle(run_cycle(db, cfg, label=label, progress=progress_bars()))
+
+
+@main.command()
+@click.option("--serve/--no-serve", default=True, help="Serve the dashboard afterwards (default) or stop after building the database.")
+@click.option("--fresh", is_flag=True, help="Delete the demo database first and rebuild it from scratch.")
+@click.option("--port", default=8501, show_default=True)
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=Path("data/demo.db"), show_default=True)
+def demo(serve: bool, fresh: bool, port: int, db_path: Path) -> None:
+    """Three cycles over the bundled sample news with two local deployments, then the dashboard.
+
+    Uses the embedded default config (Gemma 3 270M in-process, plain vs 'answer neutrally').
+    Re-running it reuses what is already built: every stage is idempotent.
+    """
+    from monitor.demo import build_demo
+
+    if fresh:
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db_path}{suffix}").unlink(missing_ok=True)
+    cfg = config_mod.load(None, db_path=db_path)
+    for report in build_demo(cfg, progress=progress_bars(), echo=click.echo):
+        echo_cycle(report)
+    click.echo(f"demo database ready: {db_path}")
+    if serve:
+        from ui.serve import serve_dashboard
+
+        sys.exit(serve_dashboard(db_path, port, open_browser=True))
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
