@@ -114,5 +114,26 @@ def m001_core(db: Database) -> None:
     )
 
 
+@migrations()
+def m_generate_001_ledger(db: Database) -> None:
+    # Sends per key (retries included), why generation ended, which refusal heuristic classified it;
+    # the ledger view sums tokens and cost per cycle and deployment from the responses themselves.
+    for name, typ in (("attempts", int), ("finish_reason", str), ("refusal_version", str)):
+        db["responses"].add_column(name, typ)
+    db["responses"].create_index(["run_id", "deployment"])
+    db.create_view(
+        "ledger",
+        """
+        select run_id, batch_id, deployment, count(*) as requests,
+          coalesce(sum(status = 'ok'), 0) as ok, coalesce(sum(status = 'refusal'), 0) as refusals,
+          coalesce(sum(status = 'empty'), 0) as empty, coalesce(sum(status = 'error'), 0) as errors,
+          coalesce(sum(attempts), 0) as attempts, coalesce(sum(tokens_in), 0) as tokens_in,
+          coalesce(sum(tokens_out), 0) as tokens_out, coalesce(sum(cost), 0.0) as cost,
+          min(created_at) as first_at, max(created_at) as last_at
+        from responses group by run_id, batch_id, deployment
+        """,
+    )
+
+
 def migrate(db: Database) -> None:
     migrations.apply(db)

@@ -14,7 +14,14 @@ def _local(dep: DeploymentConfig) -> Provider:
     return LlamaCppProvider(dep)
 
 
+def _openai(dep: DeploymentConfig) -> Provider:
+    from monitor.providers.openai_compat import OpenAICompatProvider
+
+    return OpenAICompatProvider(dep)
+
+
 FACTORIES: dict[str, Callable[[DeploymentConfig], Provider]] = {"local": _local}
+FACTORIES["openai"] = _openai
 
 
 def get_provider(dep: DeploymentConfig) -> Provider:

@@ -12,12 +12,17 @@ from monitor.types import Completion, GenerationRequest
 
 
 class ProviderError(Exception):
-    """One request failed. ``retriable`` says whether trying again may help (429, 5xx, timeouts)."""
+    """One request failed. ``retriable`` says whether trying again may help (429, 5xx, timeouts).
 
-    def __init__(self, message: str, *, retriable: bool, retry_after: float | None = None) -> None:
+    ``fatal`` marks errors that will hit every request of the deployment (rejected key, unknown
+    model): the generate stage opens the deployment's circuit at once instead of burning the cycle.
+    """
+
+    def __init__(self, message: str, *, retriable: bool, retry_after: float | None = None, fatal: bool = False) -> None:
         super().__init__(message)
         self.retriable = retriable
         self.retry_after = retry_after
+        self.fatal = fatal
 
 
 @runtime_checkable

@@ -58,8 +58,14 @@ class LlamaCppProvider:
         self.model = dep.model or DEFAULT_MODEL
         self.n_ctx = int(dep.extra.get("n_ctx", 2048))
 
+    def describe(self, request: GenerationRequest) -> dict:
+        """What the in-process call receives (stored as the response's request_json)."""
+        return {"endpoint": "llama.cpp:in-process", "model": gguf_path(self.model).name, "n_ctx": self.n_ctx,
+                "prompt": _prompt_text(request), "max_tokens": request.max_tokens, "temperature": request.temperature,
+                "top_p": request.top_p, "seed": request.seed, "stop": list(request.stop)}
+
     def complete(self, request: GenerationRequest) -> Completion:
-        prompt = request.prompt if request.prompt is not None else "\n\n".join(text for _, text in request.messages) + "\nAnswer:"
+        prompt = _prompt_text(request)
         llm = load_llama(self.model, n_ctx=self.n_ctx)
         started = time.perf_counter()
         try:
@@ -77,3 +83,10 @@ class LlamaCppProvider:
             tokens_in=int(usage.get("prompt_tokens", 0)), tokens_out=int(usage.get("completion_tokens", 0)),
             finish_reason=choice.get("finish_reason"), latency_s=time.perf_counter() - started,
         )
+
+
+def _prompt_text(request: GenerationRequest) -> str:
+    """Completion prompt; a chat request is flattened since the base model has no chat template."""
+    if request.prompt is not None:
+        return request.prompt
+    return "\n\n".join(text for _, text in request.messages) + "\nAnswer:"

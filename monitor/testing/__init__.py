@@ -1,0 +1,1 @@
+"""Test doubles that ship with framewatch (fault-injecting OpenAI-compatible server)."""
