@@ -49,7 +49,7 @@ def test_db_override(tmp_path):
         ("[[deployments]]\nname = 'a'\nprovider = 'openai'\nmodel = 'm'\n", "deployments[0].base_url is required"),
         (MINIMAL + MINIMAL, "two deployments have name = 'a'"),
         (MINIMAL + "\n[stats]\nfdr = 1.5\n", "stats.fdr"),
-        (MINIMAL + "\nfeeds = 3\n", "feeds must be an array of tables"),
+        ("feeds = 3\n" + MINIMAL, "feeds must be an array of tables"),
         (MINIMAL + "\n[[feeds]]\nname = 'x'\n", "missing required key feeds[0].url"),
         (MINIMAL + "\n[grid]\nplacebo = 1\n", "grid.placebo = 1 has the wrong type; expected bool"),
     ],
