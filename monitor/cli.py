@@ -125,5 +125,18 @@ def demo(serve: bool, fresh: bool, port: int, db_path: Path) -> None:
         sys.exit(serve_dashboard(db_path, port, open_browser=True))
 
 
+@main.command("dashboard")
+@click.option("--port", default=8501, show_default=True, help="Port on 127.0.0.1.")
+@click.option("--open-browser", is_flag=True, help="Open the dashboard in a browser once it answers.")
+@with_config
+def dashboard_command(cfg: Config, port: int, open_browser: bool) -> None:
+    """Serve the dashboard on http://127.0.0.1:PORT over the configured database (read-only)."""
+    from ui.serve import serve_dashboard
+
+    if not Path(cfg.db_path).exists():
+        click.echo(f"note: {cfg.db_path} does not exist yet; the dashboard will say how to create it.", err=True)
+    sys.exit(serve_dashboard(cfg.db_path, port, open_browser=open_browser))
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

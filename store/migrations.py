@@ -135,5 +135,26 @@ def m_generate_001_ledger(db: Database) -> None:
     )
 
 
+@migrations()
+def m_dashboard_001_reviews(db: Database) -> None:
+    # One row per judgement; a cell may be reviewed again (the latest row is its status).
+    # The cell's coordinates are copied in so the review survives a re-scored cell.
+    db["reviews"].create(
+        {
+            "id": str, "cell_id": str, "batch_id": str, "deployment": str, "dimension": str, "family": str,
+            "verdict": str, "note": str, "reviewer": str, "auth_method": str, "created_at": str,
+        },
+        pk="id",
+    )
+    db["reviews"].create_index(["cell_id", "created_at"])
+
+
+@migrations()
+def m_dashboard_002_search(db: Database) -> None:
+    # Triggers keep the FTS5 tables in step with every insert/update by the monitor.
+    db["responses"].enable_fts(["text"], create_triggers=True)
+    db["articles"].enable_fts(["title", "summary"], create_triggers=True)
+
+
 def migrate(db: Database) -> None:
     migrations.apply(db)
