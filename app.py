@@ -29,6 +29,10 @@ NAVIGATION = {
     "Operations": [
         st.Page("pages/runs.py", title="Runs and feeds", icon=":material/rss_feed:", url_path="runs"),
     ],
+    "Stereotypes": [
+        st.Page("pages/stereo.py", title="Stereotype probe", icon=":material/public:", url_path="stereo"),
+        st.Page("pages/annotate.py", title="Annotate", icon=":material/edit_note:", url_path="annotate"),
+    ],
     "About": [
         st.Page("pages/methods.py", title="Methods", icon=":material/menu_book:", url_path="methods"),
     ],

@@ -138,5 +138,10 @@ def dashboard_command(cfg: Config, port: int, open_browser: bool) -> None:
     sys.exit(serve_dashboard(cfg.db_path, port, open_browser=open_browser))
 
 
+from monitor.stereo.cli import stereo  # noqa: E402  (imports with_config from this module)
+
+main.add_command(stereo)
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -9,6 +9,7 @@ from monitor.stereo import validate as v
 from prompts.stereo import load_catalog
 from ui import auth, page
 from ui import stereo as data
+from ui.text import escape_markdown
 
 c = page.ctx()
 st.title("Anotación de estereotipos")
@@ -51,7 +52,7 @@ if who is None:
 
 country = who["country"]
 head = st.columns([5, 1])
-head[0].markdown(f"Anotas como **{page.escape_markdown(who['name'])}** para **{names.get(country, country)}**. "
+head[0].markdown(f"Anotas como **{escape_markdown(who['name'])}** para **{names.get(country, country)}**. "
                  "Solo ves material de ese país.")
 if head[1].button("Cambiar", key="switch_annotator"):
     del st.query_params["annotator"]

@@ -25,6 +25,10 @@ CHARTS: dict[str, str] = {
     "bundle.profile": "Bundle: distance and sentiment per identity",
     "runs.volume": "Runs: responses and errors per cycle",
     "review.counts": "Review queue: verdicts on significant cells",
+    "stereo.countries": "Stereotype probe: stereotype wins per deployment and country",
+    "stereo.heatmap": "Stereotype probe: category x country",
+    "stereo.groups": "Stereotype probe: target groups",
+    "stereo.series": "Stereotype probe: country scores over probe runs",
 }
 """Chart id -> title, offered under 'Charts to present'. Pages of other areas add theirs here."""
 HEADLINE = ("overview.scfs", "overview.sentiment", "stability.sd", "hotspots.grid", "compare.bars", "bundle.profile")
