@@ -108,6 +108,22 @@ class StatsConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class FetchConfig:
+    """How feeds are fetched: every limit exists because a real feed once hung or flooded a poller."""
+
+    connect_timeout_s: float = 5.0
+    read_timeout_s: float = 15.0
+    """Longest silence between two chunks of a response."""
+    total_timeout_s: float = 30.0
+    """Whole-response deadline: catches a server that drips bytes forever."""
+    max_bytes: int = 5_000_000
+    max_redirects: int = 5
+    user_agent: str = "framewatch/0.1 (news framing audit; polls each feed at most once per cycle)"
+    title_max_chars: int = 300
+    summary_max_chars: int = 1200
+
+
+@dataclass(frozen=True, slots=True)
 class Config:
     path: Path | None
     db_path: Path
@@ -118,6 +134,7 @@ class Config:
     schedule: ScheduleConfig = ScheduleConfig()
     budget: BudgetConfig = BudgetConfig()
     stats: StatsConfig = StatsConfig()
+    fetch: FetchConfig = FetchConfig()
     alerts: dict = field(default_factory=dict)
     stereo: dict = field(default_factory=dict)
     raw: dict = field(default_factory=dict)
@@ -195,7 +212,7 @@ def load(path: str | Path | None = None, *, db_path: str | Path | None = None) -
 
 
 def parse(raw: dict, *, where: str, base: Path, path: Path | None = None, db_path: str | Path | None = None) -> Config:
-    known = {"store", "feeds", "deployments", "grid", "generation", "schedule", "budget", "stats", "alerts", "stereo"}
+    known = {"store", "feeds", "deployments", "grid", "generation", "schedule", "budget", "stats", "alerts", "stereo", "fetch"}
     _no_unknown(raw, known, where, "")
     store = _table(raw, "store", where)
     _no_unknown(store, {"path"}, where, "store.")
@@ -224,10 +241,23 @@ def parse(raw: dict, *, where: str, base: Path, path: Path | None = None, db_pat
         schedule=_section(raw, "schedule", ScheduleConfig, where),
         budget=_section(raw, "budget", BudgetConfig, where),
         stats=stats,
+        fetch=_fetch(raw, where),
         alerts=_table(raw, "alerts", where),
         stereo=_table(raw, "stereo", where),
         raw=raw,
     )
+
+
+def _fetch(raw: dict, where: str) -> FetchConfig:
+    fetch = _section(raw, "fetch", FetchConfig, where)
+    for key in ("connect_timeout_s", "read_timeout_s", "total_timeout_s", "max_bytes"):
+        if getattr(fetch, key) <= 0:
+            raise ConfigError(f"{where}: fetch.{key} = {getattr(fetch, key)} must be > 0.")
+    if fetch.max_redirects < 0:
+        raise ConfigError(f"{where}: fetch.max_redirects = {fetch.max_redirects} must be >= 0 (0 refuses redirects).")
+    if fetch.title_max_chars < 20 or fetch.summary_max_chars < 20:
+        raise ConfigError(f"{where}: fetch.title_max_chars and fetch.summary_max_chars must be >= 20.")
+    return fetch
 
 
 def _feed(f: Any, i: int, where: str) -> FeedConfig:

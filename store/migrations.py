@@ -157,6 +157,20 @@ def m_dashboard_002_search(db: Database) -> None:
 
 
 @migrations()
+def m_ingest_001_feed_health(db: Database) -> None:
+    # Why each article got its stratum, which lexicon decided it, and per-poll diagnostics for feed health.
+    for name, typ in (("stratum_topics", str), ("stratum_terms", str), ("stratum_version", str)):
+        db["articles"].add_column(name, typ)
+    for name, typ in (("content_hash", str), ("feed_title", str), ("language", str), ("last_http_status", int)):
+        db["feeds"].add_column(name, typ)
+    for name, typ in (("warning", str), ("elapsed_s", float), ("bytes", int), ("final_url", str)):
+        db["feed_polls"].add_column(name, typ)
+    db["articles"].create_index(["guid"])
+    db["articles"].create_index(["story_id"])
+    db["feed_polls"].create_index(["feed_id", "polled_at"])
+
+
+@migrations()
 def m_stereo_001_tables(db: Database) -> None:
     # Stereotype probe: raw retrieval outputs, deduplicated candidates (with imported votes
     # kept as they are), annotators and their Likert ratings, test items and their
