@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sys
 from pathlib import Path
@@ -94,9 +95,40 @@ def run_once(cfg: Config, label: str | None) -> None:
     from store import open_writer
     from store.writes import record_config
 
-    db = open_writer(cfg.db_path)
-    record_config(db, cfg)
-    echo_cycle(run_cycle(db, cfg, label=label, progress=progress_bars()))
+    with writer_lock(cfg):
+        db = open_writer(cfg.db_path)
+        record_config(db, cfg)
+        echo_cycle(run_cycle(db, cfg, label=label, progress=progress_bars()))
+
+
+@main.command("ingest")
+@click.option("--label", default=None, help="Batch label; re-using the label of a closed batch changes nothing.")
+@with_config
+def ingest_command(cfg: Config, label: str | None) -> None:
+    """One ingest cycle alone: fetch every enabled feed, store new articles, close a batch."""
+    from monitor.ingest import format_feed_line, run_ingest
+    from store import open_writer
+    from store.writes import record_config
+
+    with writer_lock(cfg):
+        db = open_writer(cfg.db_path)
+        record_config(db, cfg)
+        shown: set[str] = set()
+
+        def show(feed) -> None:
+            shown.add(feed.name)
+            click.echo(format_feed_line(feed))
+
+        try:
+            report = run_ingest(db, cfg, label=label, on_feed=show)
+        except ConfigError as exc:
+            raise click.ClickException(f"configuration error: {exc}") from exc
+    for feed in report.feeds:  # polled before a crash, or in an already closed batch
+        if feed.name not in shown:
+            show(feed)
+    click.echo(f"batch {report.batch_id} ({report.label}): {report.new_articles} new articles, "
+               f"{report.sampled_articles} sampled for the next cycle"
+               + (" [already closed: nothing changed]" if report.resumed else ""))
 
 
 @main.command()
@@ -125,6 +157,80 @@ def demo(serve: bool, fresh: bool, port: int, db_path: Path) -> None:
         sys.exit(serve_dashboard(db_path, port, open_browser=True))
 
 
+@main.command()
+@click.option("--batch", "batch_id", default=None, help="Estimate this stored batch (what is still to request), not a typical cycle.")
+@click.option("--articles", type=int, default=None, help="Articles per cycle (default: grid.articles_per_batch, capped by budget).")
+@with_config
+def estimate(cfg: Config, batch_id: str | None, articles: int | None) -> None:
+    """Requests, estimated tokens and cost per deployment for one cycle, before spending anything."""
+    from monitor.generate import estimate as estimate_cycle
+    from store.db import open_readonly
+
+    db = open_readonly(cfg.db_path) if cfg.db_path.exists() else None
+    if batch_id is not None and (db is None or not db["batches"].count_where("id = ?", [batch_id])):
+        raise click.ClickException(f"no batch {batch_id!r} in {cfg.db_path}; omit --batch to estimate a typical cycle.")
+    try:
+        result = estimate_cycle(db, cfg, batch_id=batch_id, articles=articles)
+    except ConfigError as exc:
+        raise click.ClickException(f"configuration error: {exc}") from exc
+    for line in result.lines():
+        click.echo(line)
+
+
+@contextlib.contextmanager
+def writer_lock(cfg: Config):
+    """Hold the database's single-writer lock (monitor.lock), or exit 3 naming the process that holds it."""
+    from monitor.lock import InstanceLock, LockHeld
+
+    lock = InstanceLock(cfg.db_path)
+    try:
+        lock.acquire()
+    except LockHeld as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(3)
+    try:
+        yield lock
+    finally:
+        lock.release()
+
+
+@main.command("monitor")
+@click.option("--once", is_flag=True,
+              help="One pass and exit: resume interrupted cycles, run one new cycle, handle pending requests, alerts.")
+@click.option("--progress/--no-progress", "bars", default=None,
+              help="Progress bars (default: when stderr is a terminal; otherwise one log line per 10%).")
+@with_config
+def monitor_command(cfg: Config, once: bool, bars: bool | None) -> None:
+    """The long-running monitor, the only writer of the database (see docs/OPERATIONS.md).
+
+    Runs a cycle at start and then on [schedule] (cycle_minutes or cron, UTC), picks up
+    dashboard requests, runs the stereo probe and alerts. A second monitor on the same
+    database exits 3 naming the one that holds it. SIGTERM/SIGINT stop it gracefully within
+    schedule.stop_grace_s; an interrupted cycle resumes at the next start.
+    """
+    import logging
+
+    from monitor.service import EXIT_LOCKED, LockHeld, serve
+    from monitor.worker import log_progress
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    use_bars = sys.stderr.isatty() if bars is None else bars
+    try:
+        rc = serve(cfg, once=once, progress=progress_bars if use_bars else log_progress)
+    except LockHeld as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(EXIT_LOCKED)
+    except ConfigError as exc:
+        raise click.ClickException(f"configuration error: {exc}") from exc
+    sys.exit(rc)
+
+
+from monitor.stereo.cli import stereo  # noqa: E402  (imports with_config from this module)
+
+main.add_command(stereo)
+
+
 @main.command("dashboard")
 @click.option("--port", default=8501, show_default=True, help="Port on 127.0.0.1.")
 @click.option("--open-browser", is_flag=True, help="Open the dashboard in a browser once it answers.")
@@ -136,11 +242,6 @@ def dashboard_command(cfg: Config, port: int, open_browser: bool) -> None:
     if not Path(cfg.db_path).exists():
         click.echo(f"note: {cfg.db_path} does not exist yet; the dashboard will say how to create it.", err=True)
     sys.exit(serve_dashboard(cfg.db_path, port, open_browser=open_browser))
-
-
-from monitor.stereo.cli import stereo  # noqa: E402  (imports with_config from this module)
-
-main.add_command(stereo)
 
 
 if __name__ == "__main__":  # pragma: no cover

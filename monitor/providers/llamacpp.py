@@ -7,6 +7,7 @@ per process and is shared by every local deployment, since they differ only in p
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 import time
@@ -18,7 +19,8 @@ from monitor.providers.base import ProviderError
 from monitor.types import Completion, GenerationRequest
 
 DEFAULT_MODEL = "gemma-3-270m-q4_k_m"
-_LOCK = threading.Lock()  # a llama.cpp context is not thread-safe: one request at a time
+_LOCK = threading.Lock()
+_LOADED: list = []  # a llama.cpp context is not thread-safe: one request at a time
 
 
 @cache
@@ -44,10 +46,20 @@ def load_llama(model: str = DEFAULT_MODEL, *, logits_all: bool = False, n_ctx: i
     from llama_cpp import Llama
 
     threads = int(os.environ.get("FRAMEWATCH_THREADS", os.cpu_count() or 2))
-    return Llama(
+    llm = Llama(
         model_path=str(gguf_path(model)), n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
         logits_all=logits_all, verbose=False, seed=0,
     )
+    if not _LOADED:
+        atexit.register(_close_all)
+    _LOADED.append(llm)
+    return llm
+
+
+def _close_all() -> None:
+    # Free models while the interpreter is intact; Llama.__del__ at shutdown finds its C helpers gone.
+    while _LOADED:
+        _LOADED.pop().close()
 
 
 class LlamaCppProvider:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import threading
 import time
@@ -26,7 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-KINDS = ("ok", "429", "500", "slow", "malformed", "empty", "drop", "hang", "401")
+KINDS = ("ok", "429", "500", "slow", "malformed", "empty", "refusal", "drop", "hang", "401")
+REFUSAL_TEXT = "I'm sorry, but I can't help with that request."
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,9 +61,22 @@ def always(kind: str, **kw) -> Plan:
 
 
 def first_attempt_faults(kinds: Sequence[str], **kw) -> Plan:
-    """The first attempt of each distinct body gets ``kinds[hash % len(kinds)]``; every repeat is answered."""
+    """The k-th distinct body to arrive gets ``kinds[k % len(kinds)]`` on its first attempt; every repeat is answered.
+
+    So any run with at least ``len(kinds)`` distinct requests meets every kind at least once.
+    """
     faults = [Fault(k, **kw) for k in kinds]
-    return lambda seen: faults[int(seen.body_hash[:8], 16) % len(faults)] if seen.attempt == 0 else Fault("ok")
+    counter = itertools.count()
+    lock = threading.Lock()
+
+    def plan(seen: Seen) -> Fault:
+        if seen.attempt:
+            return Fault("ok")
+        with lock:
+            k = next(counter)
+        return faults[k % len(faults)]
+
+    return plan
 
 
 def sequence(kinds: Sequence[str], **kw) -> Plan:
@@ -139,6 +154,11 @@ class FaultServer:
     @property
     def held(self) -> int:
         return self._held
+
+    @property
+    def in_flight(self) -> int:
+        with self._lock:
+            return self._in_flight
 
     # -- request handling (called from handler threads) --
 
@@ -254,7 +274,7 @@ def _handler_for(server: FaultServer) -> type[BaseHTTPRequestHandler]:
                 return False
             if kind == "slow":
                 time.sleep(fault.delay_s)
-            content = "" if kind == "empty" else answer_text(body)
+            content = {"empty": "", "refusal": REFUSAL_TEXT}.get(kind) if kind in ("empty", "refusal") else answer_text(body)
             return self._json(200, _completion(server, self.path, body, content))
 
         def _json(self, status: int, payload: dict, headers: dict | None = None) -> bool:
