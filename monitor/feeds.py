@@ -253,10 +253,10 @@ def parse(content: bytes, *, feed_id: str, fetched_at: datetime, content_type: s
     if not d.entries:
         if _HTML_PAGE.search(content[:4096]) or (not d.version and "html" in content_type.lower()):
             return _not_a_feed("not a feed: got an HTML page" + (f" ({content_type})" if content_type else ""))
+        if not d.version:
+            return _not_a_feed(f"not a feed: {bozo or 'no RSS or Atom root element'}")
         if bozo:
             return _not_a_feed(f"no items: {bozo}")
-        if not d.version:
-            return _not_a_feed("not a feed: no RSS or Atom root element")
     declared = language_code(d.feed.get("language")) or language_code(default_language)
     items, dropped, seen = [], [], set()
     for entry in d.entries:
@@ -268,6 +268,8 @@ def parse(content: bytes, *, feed_id: str, fetched_at: datetime, content_type: s
         else:
             seen.add(item.id)
             items.append(item)
+    if bozo and not items:
+        return _not_a_feed(f"no usable items: {bozo}")
     warning = bozo if d.entries else "empty feed: a valid feed with no items"
     return ParsedFeed(True, None, warning, plain_text(d.feed.get("title"), 200), declared, len(d.entries),
                       tuple(items), tuple(dropped))
