@@ -231,6 +231,7 @@ class ParsedFeed:
 
 
 _ENTITY_DECL = (b"<!entity", "<!entity".encode("utf-16-le"), "<!entity".encode("utf-16-be"))
+_ROOT = re.compile(rb"<(rss|feed|rdf:rdf|channel|item|entry)[\s>]", re.IGNORECASE)
 _HTML_PAGE = re.compile(rb"<\s*(!doctype\s+html|html[\s>]|head[\s>]|body[\s>])", re.IGNORECASE)
 
 
@@ -241,7 +242,7 @@ def parse(content: bytes, *, feed_id: str, fetched_at: datetime, content_type: s
 
     if not content.strip():
         return _not_a_feed("empty response (0 bytes of content)")
-    if any(marker in content.lower() for marker in _ENTITY_DECL):
+    if any(marker in _prolog(content).lower() for marker in _ENTITY_DECL):
         # Billion laughs / quadratic blowup need entity declarations; real feeds do not declare any.
         return _not_a_feed("refused: the document declares XML entities (<!ENTITY>), the shape of an entity-expansion bomb")
     headers = {"content-type": content_type or "application/xml", "content-location": base_url}
@@ -273,6 +274,13 @@ def parse(content: bytes, *, feed_id: str, fetched_at: datetime, content_type: s
     warning = bozo if d.entries else "empty feed: a valid feed with no items"
     return ParsedFeed(True, None, warning, plain_text(d.feed.get("title"), 200), declared, len(d.entries),
                       tuple(items), tuple(dropped))
+
+
+def _prolog(content: bytes) -> bytes:
+    """What precedes the root element: the only place a DTD can declare entities. Article text
+    that merely mentions <!ENTITY (a CDATA tutorial) comes later and is not refused."""
+    m = _ROOT.search(content)
+    return content[: m.start()] if m else content
 
 
 def _not_a_feed(reason: str) -> ParsedFeed:

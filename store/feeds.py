@@ -219,3 +219,32 @@ def least_sampled_stratum(db: Database, batch_id: str, strata: Sequence[str]) ->
         if row["stratum"] in counts:
             counts[row["stratum"]] = row["n"]
     return min(strata, key=lambda s: (counts[s], list(strata).index(s)))
+
+
+def feed_health(db: Database, *, last_polls: int = 20) -> list[dict]:
+    """Per feed, for the dashboard: its state plus, over its last ``last_polls`` polls, how many
+    failed, items per successful poll, the share of items dropped and why ({reason: count}).
+    Read-only; works on a mode=ro connection."""
+    out = []
+    for f in db.query("select * from feeds order by name"):
+        polls = list(db.query(
+            "select status, fetched, dropped, dropped_json, warning from feed_polls where feed_id = ?"
+            " order by polled_at desc limit ?", [f["id"], last_polls]))
+        parsed = [p for p in polls if p["status"] == "ok"]
+        fetched = sum(p["fetched"] or 0 for p in parsed)
+        reasons: dict[str, int] = {}
+        for p in parsed:
+            for reason, n in json.loads(p["dropped_json"] or "{}").items():
+                reasons[reason] = reasons.get(reason, 0) + n
+        out.append({
+            "name": f["name"], "url": f["url"], "last_status": f["last_status"], "last_http_status": f.get("last_http_status"),
+            "last_polled_at": f["last_polled_at"], "last_success_at": f["last_success_at"],
+            "last_error": f["last_error"], "last_error_at": f["last_error_at"],
+            "last_warning": next((p["warning"] for p in polls if p["warning"]), None),
+            "polls": len(polls), "polls_failed": sum(p["status"] == "failed" for p in polls),
+            "items_per_poll": round(fetched / len(parsed), 1) if parsed else None,
+            "dropped_share": round(sum(p["dropped"] or 0 for p in parsed) / fetched, 3) if fetched else None,
+            "dropped_reasons": reasons,
+            "articles": db.execute("select count(*) from articles where feed_id = ?", [f["id"]]).fetchone()[0],
+        })
+    return out

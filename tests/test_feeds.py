@@ -200,6 +200,14 @@ def test_empty_truncated_and_blank_input():
     assert not feeds.parse(b"\x00\xff garbage \x89PNG", feed_id="x", fetched_at=NOW).ok
 
 
+def test_entities_mentioned_in_article_text_are_not_refused():
+    xml = b"""<?xml version="1.0"?><rss version="2.0"><channel><title>XML tips</title>
+    <item><title>How DTDs work</title><link>https://x.org/1</link>
+    <description><![CDATA[Write <!ENTITY name "value"> inside the DOCTYPE.]]></description></item></channel></rss>"""
+    parsed = feeds.parse(xml, feed_id="x", fetched_at=NOW)
+    assert parsed.ok and parsed.items[0].summary == 'Write inside the DOCTYPE.'
+
+
 def test_entity_bomb_is_harmless_even_without_the_precheck():
     import feedparser
 

@@ -273,6 +273,11 @@ def test_every_failure_mode_is_recorded_per_feed_and_the_cycle_goes_on(writer_db
     health = {f["name"]: f for f in writer_db.query("select * from feeds")}
     assert health["good"]["etag"] == '"a1"' and health["good"]["last_success_at"] and health["good"]["last_error"] is None
     assert health["refused"]["last_status"] == "failed" and health["refused"]["last_error"] == "connection refused"
+    summary = {h["name"]: h for h in store.feed_health(writer_db)}
+    assert summary["hostile"]["items_per_poll"] == 7 and summary["hostile"]["dropped_share"] == round(1 / 7, 3)
+    assert summary["hostile"]["dropped_reasons"] == {"no_title_or_summary": 1}
+    assert summary["gone"]["polls_failed"] == 1 and summary["gone"]["last_error"] == "HTTP 404 Not Found"
+    assert "CharacterEncodingOverride" in summary["latin1"]["last_warning"] and summary["good"]["articles"] == 4
     dated = {r["title"]: r for r in writer_db.query("select * from articles where feed_id = ?", [polls["dates"]["feed_id"]])}
     assert dated["Data em português"]["published_at"] == "2018-09-24T22:42:40+00:00"
     assert dated["Fecha ilegible"]["date_missing"] == 1 and "date_missing" in json.loads(dated["Fecha ilegible"]["flags"])
@@ -296,6 +301,10 @@ def test_conditional_get_and_a_feed_that_breaks_later_loses_nothing(writer_db, t
     assert writer_db["articles"].count == 4  # the stored articles survive a feed going bad
     feed = next(writer_db.query("select * from feeds"))
     assert feed["etag"] == '"v7"' and feed["last_status"] == "failed" and feed["last_success_at"] and feed["last_error"]
+    from store import open_readonly
+
+    health = store.feed_health(open_readonly(tmp_path / "fw.db"))  # what the dashboard reads
+    assert [(h["name"], h["polls"], h["polls_failed"], h["items_per_poll"]) for h in health] == [("a", 3, 1, 4.0)]
 
 
 # --- CLI and example config -----------------------------------------------------------------
