@@ -90,7 +90,10 @@ def run_ingest(db: Database, cfg: Config, *, feeds: Sequence[FeedConfig] | None 
 
 
 def _fetch(cfg: Config, f: FeedConfig, state: dict, client) -> feed_mod.FetchResult:
-    return feed_mod.fetch(f.url, cfg.fetch, etag=state.get("etag"), last_modified=state.get("last_modified"), client=client)
+    try:
+        return feed_mod.fetch(f.url, cfg.fetch, etag=state.get("etag"), last_modified=state.get("last_modified"), client=client)
+    except Exception as exc:  # noqa: BLE001 - one feed's surprise must not end the cycle for the others
+        return feed_mod.FetchResult(f.url, f.url, feed_mod.FAILED, utcnow(), error=f"unexpected error: {type(exc).__name__}: {exc}"[:300])
 
 
 def _is_http(f: FeedConfig) -> bool:
@@ -191,8 +194,8 @@ def check_feeds(feeds: Sequence[FeedConfig]) -> None:
 
 def format_feed_line(r: FeedReport) -> str:
     """One line per feed for the CLI: fetched / new / duplicate / failed (with the reason)."""
-    head = f"{r.name:<24} {r.status:<9}"
     if r.status == feed_mod.FAILED:
-        return f"{head} failed: {r.failed_reason}"
+        return f"{r.name:<24} failed: {r.failed_reason}"
+    head = f"{r.name:<24} {r.status:<9}"
     line = f"{head} fetched {r.fetched:>4}  new {r.new:>4}  duplicate {r.duplicate:>4}  dropped {r.dropped:>3}"
     return line + (f"  ({r.warning})" if r.warning else "")

@@ -168,6 +168,21 @@ def test_a_crashed_cycle_resumes_without_polling_twice(writer_db, tmp_path, monk
     assert report.new_articles == 4 + 6 + 4 and report.sampled_articles > 0
 
 
+def test_an_unexpected_fetch_error_is_recorded_for_that_feed_only(writer_db, tmp_path, monkeypatch):
+    real_fetch = ingest_mod.feed_mod.fetch
+
+    def flaky(url, *a, **kw):
+        if url == "sample:2":
+            raise MemoryError("simulated")
+        return real_fetch(url, *a, **kw)
+
+    monkeypatch.setattr(ingest_mod.feed_mod, "fetch", flaky)
+    cfg = make_cfg(tmp_path / "x.db", feeds=[FeedConfig("one", "sample:1"), FeedConfig("two", "sample:2")])
+    report = run_ingest(writer_db, cfg, label="x")
+    assert [(f.name, f.status) for f in report.feeds] == [("one", "ok"), ("two", "failed")]
+    assert report.feeds[1].failed_reason == "unexpected error: MemoryError: simulated"
+
+
 def test_misconfigured_feed_url_fails_before_opening_a_batch(writer_db, tmp_path):
     cfg = make_cfg(tmp_path / "x.db", feeds=[FeedConfig("bad", "sample:first")])
     with pytest.raises(ConfigError, match="'bad'.*sample:N"):
