@@ -22,6 +22,7 @@ from monitor.normalize import (
     cap,
     choose_language,
     language_code,
+    looks_like_injection,
     parse_loose_date,
     plain_text,
     struct_to_utc,
@@ -210,7 +211,7 @@ class FeedItem:
     stratum_version: str
     flags: tuple[str, ...]
     """Marks on a kept item: date_missing, date_parsed_loosely, date_zone_corrected, date_in_future,
-    language_mismatch, title_from_summary, unsafe_link_removed, text_truncated."""
+    language_mismatch, title_from_summary, unsafe_link_removed, text_truncated, injection_like."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,6 +317,8 @@ def _item(entry, feed_id, fetched_at, declared, title_max, summary_max) -> FeedI
     published, how = _published(entry, fetched_at)
     if how:
         flags.append(how)
+    if looks_like_injection(entry.get("title"), raw_summary, title, summary):
+        flags.append("injection_like")
     language, mismatch = choose_language(declared, f"{title}. {summary}")
     if mismatch:
         flags.append("language_mismatch")

@@ -165,7 +165,7 @@ def _sample(db: Database, cfg: Config, batch_id: str) -> None:
     if cfg.budget.max_articles_per_cycle is not None:
         per_batch = min(per_batch, cfg.budget.max_articles_per_cycle)
     candidates = [Candidate(r["id"], r["feed_id"], r["story_id"] or r["id"], r["stratum"], r["published_at"],
-                            bool(r["story_seen"])) for r in store.sample_candidates(db, batch_id)]
+                            bool(r["story_seen"]), bool(r["injection_like"])) for r in store.sample_candidates(db, batch_id)]
     chosen = choose(candidates, per_batch=per_batch, per_feed=cfg.grid.articles_per_feed, balance=cfg.grid.balance_strata,
                     first=store.least_sampled_stratum(db, batch_id, STRATA))
     store.mark_sampled(db, batch_id, chosen)

@@ -17,7 +17,16 @@ import nh3
 
 _TAG_LIKE = re.compile(r"<\s*/?\s*[A-Za-z!?][^<>]*>?")
 _SPACE = re.compile(r"\s+")
-_INVISIBLE = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\u200b-\u200f\u2028\u2029\ufeff]")
+_INVISIBLE = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\u200b-\u200f\u2028\u2029\u2060-\u2064\ufeff"
+                        "\U000e0000-\U000e007f]")  # control, zero-width, and Unicode tag characters (hidden text)
+_INJECTION = re.compile(
+    r"ignore (?:all |any |the )?(?:previous|prior|above|earlier) (?:instructions|prompts?|messages?)"
+    r"|disregard (?:all |any |the )?(?:previous|prior|above|earlier)"
+    r"|system prompt|developer message|jailbreak"
+    r"|\b(?:you are|act as|pretend to be) (?:now )?(?:an? )?(?:ai|assistant|language model|chatbot|llm)\b"
+    r"|<\|?(?:im_start|im_end|system|assistant|user)\|?>|\[/?inst\]|###\s*(?:instruction|system)",
+    re.IGNORECASE,
+)
 
 
 def plain_text(value: str | None, max_chars: int) -> str:
@@ -37,6 +46,12 @@ def plain_text(value: str | None, max_chars: int) -> str:
     text = _INVISIBLE.sub(" ", text)
     text = _SPACE.sub(" ", text).strip()
     return cap(text, max_chars)
+
+
+def looks_like_injection(*texts: str | None) -> bool:
+    """Instruction-like text aimed at a model (indirect prompt injection). Such articles are
+    flagged, not dropped: an injected article would move every model alike and look like a finding."""
+    return any(t and _INJECTION.search(t) for t in texts)
 
 
 def cap(text: str, max_chars: int) -> str:

@@ -3,8 +3,8 @@
 Rules, in order:
 - at most ``per_batch`` articles in all and ``per_feed`` from any one feed;
 - one article per story (near-duplicates from several outlets count once);
-- stories not sampled in an earlier batch first; then, within a stratum, feeds take turns
-  (each feed's newest, then each feed's second newest ...), newest first;
+- articles flagged injection_like last; then stories not sampled in an earlier batch; then,
+  within a stratum, feeds take turns (each feed's newest, then each feed's second newest ...);
 - with ``balance`` the strata take turns (identity-relevant, identity-neutral, ...), so
   neither dominates; when one stratum runs out the other fills the remaining places. The
   stratum sampled least in earlier batches takes the first turn (ties: identity-relevant).
@@ -31,6 +31,8 @@ class Candidate:
     """ISO UTC; sorts chronologically as text."""
     story_seen: bool = False
     """Another article of this story was sampled in an earlier batch."""
+    injection_like: bool = False
+    """Instruction-like text: taken only when nothing else is left (it would move every model alike)."""
 
 
 def choose(candidates: Sequence[Candidate], *, per_batch: int, per_feed: int, balance: bool,
@@ -83,8 +85,8 @@ def _interleave_feeds(cands: list[Candidate]) -> list[Candidate]:
     ranked = []
     for feed_list in by_feed.values():
         for rank, c in enumerate(feed_list):
-            ranked.append((c.story_seen, rank, _neg(c.published_at), c.id, c))
-    return [r[-1] for r in sorted(ranked, key=lambda r: r[:4])]
+            ranked.append((c.injection_like, c.story_seen, rank, _neg(c.published_at), c.id, c))
+    return [r[-1] for r in sorted(ranked, key=lambda r: r[:5])]
 
 
 def _neg(text: str | None) -> tuple:
@@ -94,4 +96,5 @@ def _neg(text: str | None) -> tuple:
 def _reason(c: Candidate, stratum: str, balance: bool, k: int, per_batch: int, per_feed: int) -> str:
     how = f"strata balanced, {c.stratum} turn" if balance else "newest first"
     seen = "; story seen in an earlier batch" if c.story_seen else ""
+    seen += "; flagged injection_like" if c.injection_like else ""
     return f"{SAMPLER_VERSION}: pick {k}/{per_batch} ({how}; max {per_feed} per feed; one per story{seen})"

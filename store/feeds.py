@@ -195,7 +195,8 @@ def sample_candidates(db: Database, batch_id: str) -> list[dict]:
     return list(db.query(
         "select a.id, a.feed_id, a.story_id, a.stratum, a.published_at,"
         " exists(select 1 from articles b where b.story_id = a.story_id and b.sampled = 1 and b.batch_id != a.batch_id)"
-        " as story_seen from articles a where a.batch_id = ? order by a.id", [batch_id]))
+        " as story_seen, coalesce(a.flags, '') like '%injection_like%' as injection_like"
+        " from articles a where a.batch_id = ? order by a.id", [batch_id]))
 
 
 def mark_sampled(db: Database, batch_id: str, chosen: dict[str, str]) -> None:

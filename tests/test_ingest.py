@@ -219,6 +219,14 @@ def test_sampler_prefers_stories_not_seen_before():
     assert list(choose(cands[:1], per_batch=1, per_feed=2, balance=True)) == ["a1"]
 
 
+def test_sampler_takes_injection_like_articles_last():
+    flagged = Candidate("a1", "f1", "s1", IDENTITY_RELEVANT, "2026-11-10T09:00:00+00:00", injection_like=True)
+    plain = _cand(2, "f2", IDENTITY_RELEVANT, hour=1)
+    assert list(choose([flagged, plain], per_batch=1, per_feed=2, balance=True)) == ["a2"]
+    picked = choose([flagged, plain], per_batch=2, per_feed=2, balance=True)
+    assert list(picked) == ["a2", "a1"] and "injection_like" in picked["a1"]
+
+
 def test_sampler_alternates_the_first_stratum_across_batches(writer_db, tmp_path):
     cfg = make_cfg(tmp_path / "x.db", articles_per_batch=1)
     strata = []
