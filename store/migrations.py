@@ -253,5 +253,37 @@ def m_stereo_001_tables(db: Database) -> None:
     db["stereo_probe_results"].create_index(["deployment", "country"])
 
 
+@migrations()
+def m_alerts_001_alerts(db: Database) -> None:
+    # alerts: one row per notification, with the data that triggered it and a dashboard link.
+    # alert_state: one row per condition (rule + subject), so a condition that stays true alerts once.
+    # alert_deliveries: one row per channel per alert; a failed delivery is data, never an exception.
+    db["alerts"].create(
+        {
+            "id": str, "rule": str, "kind": str, "condition_key": str, "severity": str, "status": str,
+            "title": str, "message": str, "data_json": str, "link": str, "batch_id": str, "deployment": str,
+            "dimension": str, "family": str, "feed": str, "run_id": str, "created_at": str,
+        },
+        pk="id",
+    )
+    db["alerts"].create_index(["created_at"])
+    db["alerts"].create_index(["condition_key"])
+    db["alert_state"].create(
+        {
+            "condition_key": str, "rule": str, "active": int, "first_seen_at": str, "last_seen_at": str,
+            "last_alert_at": str, "last_alert_id": str, "times_seen": int, "cleared_at": str,
+        },
+        pk="condition_key",
+    )
+    db["alert_deliveries"].create(
+        {
+            "id": str, "alert_id": str, "channel": str, "target": str, "status": str, "attempts": int,
+            "error": str, "http_status": int, "sent_at": str,
+        },
+        pk="id",
+    )
+    db["alert_deliveries"].create_index(["alert_id"])
+
+
 def migrate(db: Database) -> None:
     migrations.apply(db)

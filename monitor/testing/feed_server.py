@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import gzip
 import threading
-import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -161,12 +160,3 @@ def _not_modified(headers, r: Route) -> bool:
         return True
     return bool(r.last_modified and not r.etag and headers.get("If-Modified-Since") == r.last_modified)
 
-
-def wait_until(predicate, timeout_s: float = 5.0) -> bool:
-    """Poll ``predicate`` until true or timeout; for tests that wait on the server's threads."""
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
