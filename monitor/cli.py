@@ -230,6 +230,11 @@ from monitor.stereo.cli import stereo  # noqa: E402  (imports with_config from t
 
 main.add_command(stereo)
 
+from monitor.snapshot_cli import alerts_command, snapshot  # noqa: E402  (imports with_config from this module)
+
+main.add_command(snapshot)
+main.add_command(alerts_command)
+
 
 @main.command("dashboard")
 @click.option("--port", default=8501, show_default=True, help="Port on 127.0.0.1.")

@@ -1,0 +1,513 @@
+"""Alerts: config validation, the pure rules, and evaluate_alerts against a real webhook server and a real
+SMTP server (aiosmtpd) on 127.0.0.1, over a store built by the real pipeline with a planted effect."""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import json
+import socket
+import threading
+import time
+from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from monitor import config
+from monitor.alerts import evaluate_alerts
+from monitor.alerts_config import ConfigError, parse_alerts
+from monitor.config import FeedConfig
+from monitor.ids import iso, parse_iso, utcnow
+from store import open_writer
+
+PIPELINE = """
+[store]
+path = "fw.db"
+
+[[feeds]]
+name = "sample"
+url = "sample:1"
+
+[[deployments]]
+name = "scripted-a"
+provider = "scripted"
+model = "scripted"
+
+[[deployments]]
+name = "scripted-b"
+provider = "scripted"
+model = "scripted"
+extra = {{ effects = {{ religion = 0.8 }} }}
+
+[grid]
+families = ["impact"]
+dimensions = ["religion", "political"]
+repeats = 3
+articles_per_batch = 2
+
+[stats]
+permutations = 199
+bootstrap = 200
+
+[alerts]
+{alerts}
+"""
+
+HOTSPOT_RULE = """
+[[alerts.rules]]
+name = "religion hotspot"
+kind = "threshold"
+metric = "scfs"
+above = 0.1
+dimension = "religion"
+"""
+
+
+# -- servers on 127.0.0.1 ---------------------------------------------------------------------
+
+class Webhook:
+    """Records JSON POSTs; answers with the next status in ``statuses`` (the last one repeats)."""
+
+    def __init__(self, statuses=(200,)) -> None:
+        self.bodies: list[dict] = []
+        self.statuses = list(statuses)
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                length = int(self.headers.get("Content-Length", 0))
+                hook.bodies.append(json.loads(self.rfile.read(length)))
+                status = hook.statuses.pop(0) if len(hook.statuses) > 1 else hook.statuses[0]
+                self.send_response(status)
+                self.end_headers()
+                self.wfile.write(b"ok")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/services/T000/B000/SECRETPATH"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def webhook():
+    hook = Webhook()
+    yield hook
+    hook.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def smtp():
+    from aiosmtpd.controller import Controller
+
+    class Inbox:
+        def __init__(self):
+            self.messages = []
+
+        async def handle_DATA(self, server, session, envelope):
+            self.messages.append((envelope.mail_from, list(envelope.rcpt_tos), envelope.content.decode("utf-8")))
+            return "250 OK"
+
+    inbox = Inbox()
+    controller = Controller(inbox, hostname="127.0.0.1", port=free_port())
+    controller.start()
+    inbox.port = controller.port
+    yield inbox
+    controller.stop()
+
+
+def make_cfg(tmp_path: Path, alerts: str):
+    path = tmp_path / "framewatch.toml"
+    if "dashboard_url" not in alerts:
+        alerts = 'dashboard_url = "http://dash.example:8501"\n' + alerts
+    path.write_text(PIPELINE.format(alerts=alerts), encoding="utf-8")
+    return config.load(path)
+
+
+def run_batch(db, cfg, i: int):
+    from monitor.pipeline import run_cycle
+    from monitor.scoring.embed import FakeEmbedder
+
+    return run_cycle(db, cfg, label=f"sample-{i}", feeds=[FeedConfig("sample", f"sample:{i}")], embedder=FakeEmbedder())
+
+
+# -- config ------------------------------------------------------------------------------------
+
+def parse(tmp_path, alerts: str):
+    return parse_alerts(make_cfg(tmp_path, alerts))
+
+
+def test_a_full_alerts_section_parses(tmp_path):
+    acfg = parse(tmp_path, """
+repeat_minutes = 0
+max_per_hour = 5
+[alerts.webhook]
+url_env = "FW_TEST_HOOK"
+retries = 3
+[alerts.email]
+host = "127.0.0.1"
+port = 2525
+sender = "fw@example.org"
+to = "team@example.org"
+[[alerts.rules]]
+kind = "threshold"
+above = 0.2
+deployment = ["scripted-b"]
+family = "*"
+[[alerts.rules]]
+name = "drift"
+kind = "change"
+metric = "sent_range_corrected"
+delta = 0.1
+direction = "any"
+[[alerts.rules]]
+kind = "stability"
+max_cv = 0.5
+[[alerts.rules]]
+kind = "feed_failing"
+minutes = 120
+feed = "sample"
+[[alerts.rules]]
+kind = "failed_cycle"
+channels = ["email"]
+[[alerts.rules]]
+kind = "budget"
+fraction = 0.8
+""")
+    assert [r.kind for r in acfg.rules] == ["threshold", "change", "stability", "feed_failing", "failed_cycle", "budget"]
+    assert acfg.rules[0].name == "threshold-0" and acfg.rules[0].deployments == ("scripted-b",)
+    assert acfg.rules[0].families == ()  # "*" means all
+    assert acfg.email.to == ("team@example.org",) and acfg.webhook.retries == 3
+    assert acfg.rules[4].channels == ("email",)
+
+
+@pytest.mark.parametrize(("alerts", "expected"), [
+    ("trheshold = 1", "unknown key alerts.trheshold"),
+    ("[[alerts.rules]]\nkind = \"threshold\"", "alerts.rules[0].above is required"),
+    ("[[alerts.rules]]\nkind = \"treshold\"\nabove = 1", "use one of"),
+    ("[[alerts.rules]]\nkind = \"threshold\"\nabove = 1\nmetric = \"scsf\"", "alerts.rules[0].metric = 'scsf'"),
+    ("[[alerts.rules]]\nkind = \"threshold\"\nabove = 1\ndeployment = \"nope\"", "not a configured deployment"),
+    ("[[alerts.rules]]\nkind = \"threshold\"\nabove = 1\nabvoe = 2", "did you mean alerts.rules[0].above?"),
+    ("[[alerts.rules]]\nkind = \"change\"\ndelta = -1", "delta must be > 0"),
+    ("[[alerts.rules]]\nkind = \"stability\"", "needs min_tau"),
+    ("[[alerts.rules]]\nkind = \"feed_failing\"\nminutes = 5\nfeed = \"bbc\"", "not a configured feed"),
+    ("[[alerts.rules]]\nkind = \"budget\"\nfraction = 2", "fraction = 2.0 must lie in (0, 1]"),
+    ("[alerts.webhook]\nurl = \"http://x\"\nurl_env = \"Y\"", "exactly one of url"),
+    ("[alerts.webhook]\nurl = \"ftp://x\"", "must start with http"),
+    ("[alerts.webhook]\nurl = \"http://x\"\nretries = 50", "retries = 50 must lie between 0 and 10"),
+    ("[alerts.email]\nhost = \"h\"\nsender = \"s\"", "alerts.email.to is required"),
+    ("[alerts.email]\nhost = \"h\"\nsender = \"s\"\nto = \"t\"\nstarttls = true\nssl = true", "not both"),
+    ("max_per_hour = 0", "alerts.max_per_hour must be >= 1"),
+    ("max_per_hour = \"ten\"", "alerts.max_per_hour = 'ten' has the wrong type"),
+    ("dashboard_url = \"localhost:8501\"", "must start with http"),
+])
+def test_config_errors_name_the_key_and_the_fix(tmp_path, alerts, expected):
+    with pytest.raises(ConfigError) as err:
+        parse(tmp_path, alerts)
+    assert expected in str(err.value)
+    assert "framewatch.toml" in str(err.value)
+
+
+def test_two_rules_with_one_name_are_refused(tmp_path):
+    with pytest.raises(ConfigError, match="distinct name"):
+        parse(tmp_path, "[[alerts.rules]]\nname = \"x\"\nkind = \"failed_cycle\"\n[[alerts.rules]]\nname = \"x\"\n"
+                        "kind = \"budget\"")
+
+
+# -- the planted hotspot, notified once ---------------------------------------------------------
+
+def test_a_planted_hotspot_alerts_once_not_every_cycle(tmp_path, webhook, smtp):
+    cfg = make_cfg(tmp_path, f"""
+[alerts.webhook]
+url = "{webhook.url}"
+[alerts.email]
+host = "127.0.0.1"
+port = {smtp.port}
+sender = "framewatch@example.org"
+to = ["auditors@example.org"]
+{HOTSPOT_RULE}""")
+    db = open_writer(cfg.db_path)
+    reports = []
+    for i in (1, 2, 3):
+        run_batch(db, cfg, i)
+        reports.append(evaluate_alerts(db, cfg))
+
+    # The planted effect (religion on scripted-b) holds in every batch; it is notified once, on both channels.
+    assert [len(r.fired) for r in reports] == [1, 0, 0]
+    assert [r.quiet for r in reports] == [0, 1, 1]
+    assert len(webhook.bodies) == 1 and len(smtp.messages) == 1
+    body = webhook.bodies[0]
+    assert "religion" in body["text"] and "scripted-b" in body["text"]  # Slack shows `text`
+    alert = body["alert"]
+    assert alert["deployment"] == "scripted-b" and alert["dimension"] == "religion" and alert["family"] == "impact"
+    assert alert["data"]["value"] > 0.1 and alert["data"]["above"] == 0.1 and alert["data"]["cells"] >= 1
+    assert alert["link"].startswith("http://dash.example:8501/hotspots?")
+    assert "dep=scripted-b" in alert["link"] and "dim=religion" in alert["link"] and "fam=impact" in alert["link"]
+    sender, rcpts, raw = smtp.messages[0]
+    assert sender == "framewatch@example.org" and rcpts == ["auditors@example.org"]
+    message = email.message_from_string(raw, policy=email.policy.default)
+    assert "religion" in message["Subject"] and "scripted-b" in message["Subject"]
+    assert alert["link"] in message.get_content() and '"value":' in message.get_content()
+
+    stored = list(db.query("select * from alerts"))
+    assert len(stored) == 1 and stored[0]["status"] == "sent"
+    assert json.loads(stored[0]["data_json"])["value"] == alert["data"]["value"]
+    deliveries = {d["channel"]: d for d in db.query("select * from alert_deliveries")}
+    assert deliveries["webhook"]["status"] == "ok" and deliveries["email"]["status"] == "ok"
+    assert "SECRETPATH" not in deliveries["webhook"]["target"]  # a Slack hook's path is its secret
+    state = db["alert_state"].get(stored[0]["condition_key"])
+    assert state["active"] == 1 and state["times_seen"] == 3
+
+
+def test_a_condition_is_reminded_after_repeat_minutes_and_realerts_after_clearing(tmp_path, webhook):
+    cfg = make_cfg(tmp_path, f"repeat_minutes = 60\ncooldown_minutes = 30\n[alerts.webhook]\nurl = \"{webhook.url}\"\n"
+                             + HOTSPOT_RULE)
+    db = open_writer(cfg.db_path)
+    run_batch(db, cfg, 2)
+    t0 = utcnow()
+    assert len(evaluate_alerts(db, cfg, now=t0).fired) == 1
+    assert len(evaluate_alerts(db, cfg, now=t0 + timedelta(minutes=30)).fired) == 0
+    assert len(evaluate_alerts(db, cfg, now=t0 + timedelta(minutes=61)).fired) == 1  # reminder
+    # The condition clears (its cells are gone), then comes back: notified again once the cooldown has passed.
+    saved = list(db.query("select * from cells"))
+    with db.conn:
+        db.execute("delete from cells")
+    report = evaluate_alerts(db, cfg, now=t0 + timedelta(minutes=62))
+    assert report.cleared == 1 and not report.fired
+    with db.conn:
+        db["cells"].insert_all(saved, pk="id")
+    assert len(evaluate_alerts(db, cfg, now=t0 + timedelta(minutes=70)).fired) == 0  # within cooldown: flapping
+    assert len(evaluate_alerts(db, cfg, now=t0 + timedelta(minutes=200)).fired) == 1
+    assert len(webhook.bodies) == 3
+
+
+def test_rate_limit_stores_the_excess_without_sending(tmp_path, webhook):
+    cfg = make_cfg(tmp_path, f"""max_per_hour = 2
+[alerts.webhook]
+url = "{webhook.url}"
+[[alerts.rules]]
+name = "everything"
+kind = "threshold"
+metric = "n"
+above = -1
+""")
+    db = open_writer(cfg.db_path)
+    run_batch(db, cfg, 1)  # 2 deployments x 2 dimensions x 1 family = 4 groups, all above -1
+    report = evaluate_alerts(db, cfg)
+    assert len(report.fired) == 4 and report.rate_limited == 2
+    assert len(webhook.bodies) == 2
+    statuses = sorted(r["status"] for r in db.query("select status from alerts"))
+    assert statuses == ["rate_limited", "rate_limited", "sent", "sent"]
+    # An hour later the limit has room again, but these conditions are already notified (stored): quiet.
+    later = evaluate_alerts(db, cfg, now=utcnow() + timedelta(hours=2))
+    assert not later.fired and later.quiet == 4
+
+
+# -- delivery failures are recorded and never stop the caller -------------------------------------
+
+def test_an_unreachable_webhook_is_retried_recorded_and_does_not_raise(tmp_path):
+    dead = f"http://127.0.0.1:{free_port()}/hook"  # nothing listens there
+    cfg = make_cfg(tmp_path, f"[alerts.webhook]\nurl = \"{dead}\"\nretries = 2\nbackoff_s = 0.05\ntimeout_s = 1\n"
+                             + HOTSPOT_RULE)
+    db = open_writer(cfg.db_path)
+    run_batch(db, cfg, 2)
+    started = time.monotonic()
+    report = evaluate_alerts(db, cfg)
+    assert time.monotonic() - started < 10
+    assert len(report.fired) == 1 and report.fired[0].status == "failed"
+    delivery = next(db.query("select * from alert_deliveries"))
+    assert delivery["status"] == "failed" and delivery["attempts"] == 3  # 1 + retries
+    assert "ConnectError" in delivery["error"]
+    assert next(db.query("select status from alerts"))["status"] == "failed"
+    # The monitor goes on: the next cycle runs and the next evaluation does not re-send the stored alert.
+    assert run_batch(db, cfg, 3).status == "ok"
+    assert evaluate_alerts(db, cfg).quiet == 1
+
+
+def test_server_errors_are_retried_until_success(tmp_path):
+    hook = Webhook(statuses=(503, 500, 200))
+    try:
+        cfg = make_cfg(tmp_path, f"[alerts.webhook]\nurl = \"{hook.url}\"\nretries = 3\nbackoff_s = 0\n" + HOTSPOT_RULE)
+        db = open_writer(cfg.db_path)
+        run_batch(db, cfg, 2)
+        report = evaluate_alerts(db, cfg)
+    finally:
+        hook.close()
+    assert report.fired[0].status == "sent"
+    assert len(hook.bodies) == 3
+    assert next(db.query("select attempts from alert_deliveries"))["attempts"] == 3
+
+
+def test_a_client_error_is_not_retried(tmp_path):
+    hook = Webhook(statuses=(404,))
+    try:
+        cfg = make_cfg(tmp_path, f"[alerts.webhook]\nurl = \"{hook.url}\"\nretries = 3\nbackoff_s = 0\n" + HOTSPOT_RULE)
+        db = open_writer(cfg.db_path)
+        run_batch(db, cfg, 2)
+        report = evaluate_alerts(db, cfg)
+    finally:
+        hook.close()
+    assert report.fired[0].status == "failed" and len(hook.bodies) == 1
+
+
+def test_a_webhook_url_from_the_environment(tmp_path, webhook, monkeypatch):
+    cfg = make_cfg(tmp_path, "[alerts.webhook]\nurl_env = \"FW_TEST_HOOK_URL\"\n" + HOTSPOT_RULE)
+    db = open_writer(cfg.db_path)
+    run_batch(db, cfg, 2)
+    monkeypatch.delenv("FW_TEST_HOOK_URL", raising=False)
+    missing = evaluate_alerts(db, cfg)
+    assert missing.fired[0].status == "failed"
+    assert "FW_TEST_HOOK_URL is not set" in next(db.query("select error from alert_deliveries"))["error"]
+    monkeypatch.setenv("FW_TEST_HOOK_URL", webhook.url)
+    with db.conn:
+        db.execute("delete from alert_state")
+    assert evaluate_alerts(db, cfg).fired[0].status == "sent" and len(webhook.bodies) == 1
+
+
+def test_a_broken_rule_is_reported_and_the_others_still_run(tmp_path, webhook, monkeypatch):
+    from monitor import alerts_metrics
+
+    cfg = make_cfg(tmp_path, f"[alerts.webhook]\nurl = \"{webhook.url}\"\n" + HOTSPOT_RULE
+                   + "[[alerts.rules]]\nkind = \"failed_cycle\"\n")
+    db = open_writer(cfg.db_path)
+    run_batch(db, cfg, 2)
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("metric table unavailable")
+
+    monkeypatch.setattr(alerts_metrics, "groups", boom)
+    with db.conn:
+        db["runs"].insert({"id": "r-failed", "kind": "cycle", "status": "failed", "started_at": iso(utcnow()),
+                           "error": "score: RuntimeError: disk full"}, pk="id", alter=True)
+    report = evaluate_alerts(db, cfg)
+    assert report.errors == ("religion hotspot: RuntimeError: metric table unavailable",)
+    assert [a.rule for a in report.fired] == ["failed_cycle-1"]
+
+
+# -- operational rules over stored rows ----------------------------------------------------------
+
+def test_feed_failing_for_longer_than_the_duration(tmp_path):
+    cfg = make_cfg(tmp_path, "[[alerts.rules]]\nname = \"feeds\"\nkind = \"feed_failing\"\nminutes = 120\n")
+    db = open_writer(cfg.db_path)
+    now = utcnow()
+    with db.conn:
+        db["feeds"].insert({"id": "f1", "name": "sample", "url": "sample:1", "last_success_at": iso(now - timedelta(hours=5))},
+                           pk="id")
+        for hours, status in ((5, "ok"), (3, "failed"), (2, "failed"), (1, "failed")):
+            db["feed_polls"].insert({"id": f"p{hours}", "feed_id": "f1", "polled_at": iso(now - timedelta(hours=hours)),
+                                     "status": status, "error": "HTTP 503" if status == "failed" else None}, pk="id")
+    # Ninety minutes after the first failure: not yet.
+    assert not evaluate_alerts(db, cfg, now=now - timedelta(hours=1, minutes=30)).fired
+    report = evaluate_alerts(db, cfg, now=now)
+    assert len(report.fired) == 1
+    alert = next(db.query("select * from alerts"))
+    data = json.loads(alert["data_json"])
+    assert data["failed_polls"] == 3 and data["last_error"] == "HTTP 503" and 179 < data["minutes"] < 181
+    assert alert["feed"] == "sample" and alert["link"].endswith("/runs")
+    # A success clears the condition.
+    with db.conn:
+        db["feed_polls"].insert({"id": "p0", "feed_id": "f1", "polled_at": iso(now), "status": "ok"}, pk="id")
+    assert evaluate_alerts(db, cfg, now=now + timedelta(minutes=1)).cleared == 1
+
+
+def test_failed_cycle_and_budget(tmp_path):
+    cfg_text = PIPELINE.format(alerts="[[alerts.rules]]\nkind = \"failed_cycle\"\n[[alerts.rules]]\nkind = \"budget\"\n"
+                                      "fraction = 0.9\n").replace("[stats]", "[budget]\nmax_cost_per_cycle = 1.0\n\n[stats]")
+    path = tmp_path / "framewatch.toml"
+    path.write_text(cfg_text, encoding="utf-8")
+    cfg = config.load(path)
+    db = open_writer(cfg.db_path)
+    t = utcnow()
+    with db.conn:
+        db["runs"].insert({"id": "r1", "kind": "cycle", "status": "failed", "started_at": iso(t - timedelta(hours=2)),
+                           "finished_at": iso(t - timedelta(hours=2)), "error": "ingest: OSError: disk full"}, pk="id",
+                          alter=True)
+    first = evaluate_alerts(db, cfg, now=t)
+    assert [a.rule for a in first.fired] == ["failed_cycle-0"]
+    assert "disk full" in next(db.query("select message from alerts"))["message"]
+    with db.conn:  # the next cycle fails too: same condition (a streak), no new alert
+        db["runs"].insert({"id": "r2", "kind": "cycle", "status": "failed", "started_at": iso(t - timedelta(hours=1)),
+                           "error": "ingest: OSError: disk full"}, pk="id", alter=True)
+    assert not evaluate_alerts(db, cfg, now=t).fired
+    with db.conn:  # then a cycle stops on its budget
+        db["runs"].insert({"id": "r3", "kind": "cycle", "status": "partial", "started_at": iso(t),
+                           "skipped_json": json.dumps({"scripted-a": {"pending": 12, "reason":
+                                                       "budget.max_cost_per_cycle = 1 reached (spent 0.98)"}})},
+                          pk="id", alter=True)
+        db["responses"].insert({"id": "x", "run_id": "r3", "cost": 0.95}, pk="id", alter=True)
+    report = evaluate_alerts(db, cfg, now=t + timedelta(minutes=5))
+    assert [a.rule for a in report.fired] == ["budget-1"] and report.cleared == 1  # the failure streak ended
+    data = json.loads(next(db.query("select data_json from alerts where rule = 'budget-1'"))["data_json"])
+    assert data["spent"] == pytest.approx(0.95) and data["pending"] == {"scripted-a": 12}
+
+
+def test_change_and_stability_rules_on_pipeline_batches(tmp_path):
+    cfg = make_cfg(tmp_path, """
+[[alerts.rules]]
+name = "jump"
+kind = "change"
+metric = "scfs"
+delta = 0.1
+direction = "down"
+dimension = "religion"
+[[alerts.rules]]
+name = "unstable"
+kind = "stability"
+metric = "scfs"
+max_cv = 0.2
+""")
+    db = open_writer(cfg.db_path)
+    for i in (1, 2, 3):
+        run_batch(db, cfg, i)
+    report = evaluate_alerts(db, cfg)
+    rows = {r["condition_key"]: json.loads(r["data_json"]) for r in db.query("select * from alerts")}
+    # sample-2 -> sample-3: the planted religion effect of scripted-b weakens by more than 0.1; scripted-a moves less.
+    jumps = {k: v for k, v in rows.items() if k.startswith("jump|")}
+    assert list(jumps) == ["jump|scripted-b|religion|impact"]
+    data = jumps["jump|scripted-b|religion|impact"]
+    assert data["change"] < -0.1 and data["batch_label"] == "sample-3" and data["previous_batch_label"] == "sample-2"
+    assert data["value"] - data["previous"] == pytest.approx(data["change"])
+    unstable = {k: v for k, v in rows.items() if k.startswith("unstable|")}
+    assert unstable and all(v["cv"] > 0.2 and v["batches"] == 3 for v in unstable.values())
+    assert not report.errors
+
+
+# -- the command ----------------------------------------------------------------------------------
+
+def test_cli_alerts_evaluates_once_and_prints(tmp_path, webhook):
+    from monitor.cli import main
+
+    cfg = make_cfg(tmp_path, f"[alerts.webhook]\nurl = \"{webhook.url}\"\n" + HOTSPOT_RULE)
+    db = open_writer(cfg.db_path)
+    run_batch(db, cfg, 2)
+    db.conn.close()
+    runner = CliRunner()
+    first = runner.invoke(main, ["alerts", "--config", str(cfg.path)])
+    assert first.exit_code == 0, first.output
+    assert "1 fired" in first.output and "[sent] religion hotspot" in first.output
+    second = runner.invoke(main, ["alerts", "--config", str(cfg.path)])
+    assert "0 fired, 1 still active" in second.output
+    assert len(webhook.bodies) == 1
+
+
+def test_evaluate_without_rules_does_nothing(tmp_path):
+    cfg = make_cfg(tmp_path, "")
+    db = open_writer(cfg.db_path)
+    report = evaluate_alerts(db, cfg)
+    assert report.fired == () and db["alerts"].count == 0
+    assert parse_iso(report.evaluated_at) is not None
