@@ -28,6 +28,7 @@ NAVIGATION = {
     ],
     "Operations": [
         st.Page("pages/runs.py", title="Runs and feeds", icon=":material/rss_feed:", url_path="runs"),
+        st.Page("pages/alerts.py", title="Alerts", icon=":material/notifications:", url_path="alerts"),
     ],
     "Stereotypes": [
         st.Page("pages/stereo.py", title="Stereotype probe", icon=":material/public:", url_path="stereo"),

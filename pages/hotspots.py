@@ -23,9 +23,9 @@ st.caption(f"Batch {batch_label}. Squares: mean SCFS of the valid cells of each 
 for dep in sorted(grid["deployment"].unique()):
     event = page.chart(c, charts.grid_heatmap(grid[grid["deployment"] == dep], title=f"{dep}: dimension x family"),
                        "hotspots.grid", key=f"grid_{dep}", selectable=True)
-    points = page.selected_points(event)
-    if points and points[0].get("customdata"):
-        page.open_bundle(str(points[0]["customdata"][0]))
+    chosen = page.selected_cell(event)
+    if chosen:
+        page.open_bundle(chosen)
 
 st.subheader(f"Significant cells, ranked by SCFS ({len(ranked)})")
 if ranked.empty:

@@ -13,7 +13,7 @@ scopes = {"responses": "Model responses", "articles": "Articles"}
 scope_param = filters.param("in", "responses")
 left, right = st.columns([3, 1])
 text = left.text_input("Search text", value=filters.param("q", "") or "", key="search_q", max_chars=200,
-                       placeholder="e.g. worried about rent", help="Words are matched as a phrase; case does not matter.")
+                       placeholder="e.g. worried about rent", help="The words are matched as a phrase, in order; case and punctuation do not matter.")
 scope = right.radio("In", list(scopes), format_func=scopes.get, key="search_in",
                     index=list(scopes).index(scope_param) if scope_param in scopes else 0)
 filters.set_param("q", text.strip() or None)

@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import re
+
 import pandas as pd
 from sqlite_utils import Database
 
+_WORDS = re.compile(r"\w+", re.UNICODE)
 REQUIRED_TABLES = ("runs", "feeds", "batches", "articles", "deployments", "prompts", "responses", "scores", "cells")
 DASHBOARD_TABLES = ("reviews", "responses_fts", "articles_fts")
 
@@ -282,11 +285,19 @@ def review_counts(db: Database, f: CellFilter) -> pd.DataFrame:
 
 # -- search ------------------------------------------------------------------------------
 
+def fts_phrase(text: str) -> str | None:
+    """User text -> one FTS5 phrase of its words. Only word characters survive, so no input can be
+    FTS syntax (AND, NEAR, column filters, quotes); None when nothing searchable is left."""
+    words = _WORDS.findall(text or "")
+    return '"' + " ".join(words) + '"' if words else None
+
+
 def search_responses(db: Database, query: str, f: CellFilter, *, limit: int = 50) -> pd.DataFrame:
-    """Full-text search over response text; the query is quoted, so any input is a plain phrase search."""
-    if not query.strip():
+    """Full-text search over response text; any input is searched as a plain phrase of its words."""
+    phrase = fts_phrase(query)
+    if phrase is None:
         return _df(db, "select null as response_id where 0")
-    params: dict = {"q": db.quote_fts(query), "limit": int(limit)}
+    params: dict = {"q": phrase, "limit": int(limit)}
     clauses = ["responses_fts match :q"]
     if f.deployments:
         clauses.append(_in("r.deployment", f.deployments, params, "dep"))
@@ -314,7 +325,8 @@ def search_responses(db: Database, query: str, f: CellFilter, *, limit: int = 50
 
 
 def search_articles(db: Database, query: str, *, limit: int = 50) -> pd.DataFrame:
-    if not query.strip():
+    phrase = fts_phrase(query)
+    if phrase is None:
         return _df(db, "select null as article_id where 0")
     return _df(db, """
         select a.id as article_id, a.batch_id, b.label as batch_label, a.title, a.summary, a.published_at, a.stratum,
@@ -326,7 +338,7 @@ def search_articles(db: Database, query: str, *, limit: int = 50) -> pd.DataFram
         where articles_fts match :q
         order by articles_fts.rank
         limit :limit
-    """, {"q": db.quote_fts(query), "limit": int(limit)})
+    """, {"q": phrase, "limit": int(limit)})
 
 
 def article_cells(db: Database, article_id: str) -> pd.DataFrame:

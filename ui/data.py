@@ -114,7 +114,7 @@ def cell_values(path: str, f: q.CellFilter) -> pd.DataFrame:
 def batch_series(path: str, f: q.CellFilter, value: str) -> pd.DataFrame:
     """Per batch x deployment mean of a cell metric with its bootstrap CI."""
     cells = cell_values(path, f)
-    return stats.batch_series(cells[["batch_id", "batch_label", "opened_at", "deployment", "valid", value]], value)
+    return stats.batch_series(cells[["batch_id", "batch_label", "opened_at", "deployment", "article_id", "valid", value]], value)
 
 
 @_cached(max_entries=32)

@@ -46,9 +46,6 @@ html, body, [data-testid="stAppViewContainer"] { font-size: 20px; }
 h1 { font-size: 3.2rem !important; } h2 { font-size: 2.4rem !important; } h3 { font-size: 2rem !important; }
 </style>"""
 
-_CTX = "_fw_ctx"
-
-
 @dataclass(frozen=True, slots=True)
 class Ctx:
     path: str
@@ -63,35 +60,31 @@ class Ctx:
         return self.view.present
 
 
+def _store(path: str) -> tuple[data.StoreState, dict, pd.DataFrame]:
+    state = data.store_state(path)
+    if state.status in ("ok", "empty"):
+        return state, data.options(path), data.batches(path)
+    return state, {}, pd.DataFrame(columns=["id", "label", "opened_at"])
+
+
 def frame(current_page) -> Ctx:
     """Called by app.py on every run, before the page: checks the store and draws the shared sidebar."""
     path = data.db_path()
-    state = data.store_state(path)
-    if state.status in ("ok", "empty"):
-        options, batches = data.options(path), data.batches(path)
-    else:
-        options, batches = {}, pd.DataFrame(columns=["id", "label", "opened_at"])
+    state, options, batches = _store(path)
     f, v = filters.sidebar(options, batches, list(CHARTS.items()))
     if v.present:
         st.html(PRESENTATION_CSS)
-    ctx = Ctx(path, state, f, v, options, batches)
-    st.session_state[_CTX] = ctx
     with st.sidebar:
         st.caption(f"Store: `{path}`")
-    return ctx
+    return Ctx(path, state, f, v, options, batches)
 
 
 def ctx() -> Ctx:
-    c = st.session_state.get(_CTX)
-    if c is None:  # a page run on its own (not through app.py): no sidebar, same state
-        path = data.db_path()
-        state = data.store_state(path)
-        ok = state.status in ("ok", "empty")
-        options = data.options(path) if ok else {}
-        batches = data.batches(path) if ok else pd.DataFrame(columns=["id", "label", "opened_at"])
-        f, v = filters.load_state(options, batches)
-        c = Ctx(path, state, f, v, options, batches)
-    return c
+    """What a page needs: the store, its state and the current filters (from the session, else the URL)."""
+    path = data.db_path()
+    state, options, batches = _store(path)
+    f, v = filters.load_state(options, batches)
+    return Ctx(path, state, f, v, options, batches)
 
 
 def require_data(c: Ctx) -> None:
@@ -161,6 +154,15 @@ def selected_row(event, df: pd.DataFrame) -> pd.Series | None:
 
 def selected_points(event) -> list[dict]:
     return list(getattr(getattr(event, "selection", None), "points", None) or [])
+
+
+def selected_cell(event) -> str | None:
+    """The cell id carried (first in customdata) by the first selected point of a chart, if any."""
+    for point in selected_points(event):
+        custom = point.get("customdata") if isinstance(point, dict) else None
+        if isinstance(custom, (list, tuple)) and custom and isinstance(custom[0], str) and custom[0]:
+            return custom[0]
+    return None
 
 
 def safe(text: object) -> None:

@@ -1,8 +1,9 @@
 """Aggregates the pages show, computed from cell rows. Pure numpy/pandas.
 
-The statistics of record live in monitor/scoring/aggregate.py (issue 5). The functions here
-define the columns the pages expect; where that module offers the same aggregate they are
-thin adapters over it, so the dashboard and the monitor never disagree on a number.
+The statistics of record live in monitor/scoring/stats.py (issue 5): the cluster bootstrap
+(articles resampled whole), SD/CV and Kendall tau used here delegate to it, so the dashboard
+and the monitor never disagree on a number. The functions here only shape DataFrames for
+the pages; the local fallbacks implement the same definitions for an install without it.
 """
 
 from __future__ import annotations
@@ -12,49 +13,70 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+try:  # the statistics of record (issue 5); numpy only, safe for the dashboard
+    from monitor.scoring import stats as _engine
+except ImportError:  # pragma: no cover - only while that module is not installed
+    _engine = None
+
 CI_LEVEL = 0.95
 RESAMPLES = 1000
 """Bootstrap resamples per aggregate. Fixed seed: the same data always draws the same interval."""
-SEED = 20261130
+SEED = 7
 
 
-def bootstrap_mean_ci(values: Sequence[float], *, resamples: int = RESAMPLES, level: float = CI_LEVEL,
-                      seed: int = SEED) -> tuple[float, float, float, int]:
-    """(mean, low, high, n) with a percentile bootstrap interval; NaNs are dropped first.
+def bootstrap_mean_ci(values: Sequence[float], clusters: Sequence[object] | None = None, *,
+                      resamples: int = RESAMPLES, level: float = CI_LEVEL, seed: int = SEED) -> tuple[float, float, float, int]:
+    """(mean, low, high, n): percentile bootstrap that resamples whole clusters (articles) when given.
 
-    n = 0 gives NaNs; n = 1 gives the value with no interval (NaN bounds), never a fake one.
+    Cells of one article share that article, so they are resampled together. n = 0 gives
+    NaNs; with a single value or cluster there is no interval (NaN bounds), never a fake one.
     """
-    x = np.asarray([v for v in values if v is not None], dtype=float)
-    x = x[np.isfinite(x)]
-    n = len(x)
-    if n == 0:
+    x = np.asarray(values, dtype=float)
+    cl = None if clusters is None else np.asarray(clusters, dtype=object)
+    if _engine is not None:
+        iv = _engine.bootstrap_mean(x, None if cl is None else _codes(cl), n_boot=resamples, seed=seed, level=level)
+        return (float(iv.mean), float(iv.low), float(iv.high), int(iv.n))
+    return _bootstrap_local(x, cl, resamples, level, seed)
+
+
+def _codes(clusters: np.ndarray) -> np.ndarray:
+    return pd.factorize(pd.Series(clusters, dtype=object))[0]
+
+
+def _bootstrap_local(x: np.ndarray, clusters: np.ndarray | None, resamples: int, level: float,
+                     seed: int) -> tuple[float, float, float, int]:
+    keep = np.isfinite(x)
+    x = x[keep]
+    if x.size == 0:
         return (float("nan"), float("nan"), float("nan"), 0)
-    mean = float(x.mean())
-    if n == 1:
-        return (mean, float("nan"), float("nan"), 1)
-    rng = np.random.default_rng(seed)
-    # Resample in blocks so memory stays bounded for large groups.
-    means = np.empty(resamples)
-    block = max(1, 2_000_000 // n)
-    for start in range(0, resamples, block):
-        stop = min(resamples, start + block)
-        idx = rng.integers(0, n, size=(stop - start, n))
-        means[start:stop] = x[idx].mean(axis=1)
+    labels = _codes(clusters[keep]) if clusters is not None else np.arange(x.size)
+    g = int(labels.max()) + 1
+    if g < 2:
+        labels, g = np.arange(x.size), x.size
+    if g < 2:
+        return (float(x.mean()), float("nan"), float("nan"), int(x.size))
+    sums = np.bincount(labels, weights=x, minlength=g)
+    counts = np.bincount(labels, minlength=g).astype(float)
+    weights = np.random.default_rng(seed).multinomial(g, np.full(g, 1.0 / g), size=resamples).astype(float)
+    boot = (weights @ sums) / np.maximum(weights @ counts, 1.0)
     alpha = (1.0 - level) / 2.0
-    lo, hi = np.quantile(means, [alpha, 1.0 - alpha])
-    return (mean, float(lo), float(hi), n)
+    lo, hi = np.quantile(boot, [alpha, 1.0 - alpha])
+    return (float(x.mean()), float(lo), float(hi), int(x.size))
 
 
-def grouped_mean_ci(df: pd.DataFrame, by: Sequence[str], value: str, *, resamples: int = RESAMPLES,
-                    seed: int = SEED) -> pd.DataFrame:
+def grouped_mean_ci(df: pd.DataFrame, by: Sequence[str], value: str, *, cluster: str | None = "article_id",
+                    resamples: int = RESAMPLES, seed: int = SEED) -> pd.DataFrame:
     """One row per group: the group keys, mean, ci_low, ci_high, n (valid values only)."""
     cols = [*by, "mean", "ci_low", "ci_high", "n"]
     if df.empty:
         return pd.DataFrame(columns=cols)
     rows = []
+    use_cluster = cluster if cluster and cluster in df.columns else None
     for keys, group in df.groupby(list(by), sort=True, dropna=False):
         keys = keys if isinstance(keys, tuple) else (keys,)
-        rows.append((*keys, *bootstrap_mean_ci(group[value].to_numpy(dtype=float), resamples=resamples, seed=seed)))
+        clusters = group[use_cluster].to_numpy() if use_cluster else None
+        rows.append((*keys, *bootstrap_mean_ci(group[value].to_numpy(dtype=float), clusters, resamples=resamples,
+                                               seed=seed)))
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -79,31 +101,40 @@ def stability(series: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=cols)
     rows = []
     for dep, g in series.groupby("deployment", sort=True):
-        m = g["mean"].dropna().to_numpy(dtype=float)
-        mean = float(m.mean()) if len(m) else float("nan")
-        sd = float(m.std(ddof=1)) if len(m) >= 2 else float("nan")
-        cv = sd / abs(mean) if len(m) >= 2 and abs(mean) > 1e-9 else float("nan")
-        rows.append((dep, len(m), mean, sd, cv))
+        m = g["mean"].to_numpy(dtype=float)
+        m = m[np.isfinite(m)]
+        sd, cv = sd_cv(m)
+        rows.append((dep, len(m), float(m.mean()) if len(m) else float("nan"), sd, cv))
     return pd.DataFrame(rows, columns=cols)
 
 
+def sd_cv(values: Sequence[float]) -> tuple[float, float]:
+    """Sample SD and CV = SD / |mean|; NaN with fewer than two values or a mean of about zero."""
+    if _engine is not None:
+        return _engine.sd_cv(np.asarray(values, dtype=float))
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size < 2:
+        return float("nan"), float("nan")
+    sd, mean = float(np.std(v, ddof=1)), float(np.mean(v))
+    return sd, (sd / abs(mean) if abs(mean) > 1e-12 else float("nan"))
+
+
 def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float:
-    """Kendall's tau-b of two paired samples; NaN with fewer than two pairs or no untied pair."""
+    """Kendall's tau-b of two paired samples; NaN with fewer than two pairs or a constant side."""
+    if _engine is not None:
+        return _engine.kendall_tau(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
     a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     ok = np.isfinite(a) & np.isfinite(b)
     a, b = a[ok], b[ok]
     if len(a) < 2:
         return float("nan")
-    da = np.sign(a[:, None] - a[None, :])
-    db = np.sign(b[:, None] - b[None, :])
-    iu = np.triu_indices(len(a), 1)
-    da, db = da[iu], db[iu]
-    n0 = len(da)
-    ties_a, ties_b = int(np.sum(da == 0)), int(np.sum(db == 0))
-    denom = np.sqrt((n0 - ties_a) * (n0 - ties_b))
-    if denom == 0:
+    i, j = np.triu_indices(len(a), 1)
+    da, db = np.sign(a[i] - a[j]), np.sign(b[i] - b[j])
+    free_a, free_b = float(np.sum(da != 0)), float(np.sum(db != 0))
+    if free_a == 0 or free_b == 0:
         return float("nan")
-    return float(np.sum(da * db) / denom)
+    return float(np.sum(da * db)) / float(np.sqrt(free_a * free_b))
 
 
 def rank_agreement(series: pd.DataFrame) -> pd.DataFrame:
