@@ -214,7 +214,8 @@ def monitor_command(cfg: Config, once: bool, bars: bool | None) -> None:
     from monitor.worker import log_progress
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    for noisy in ("apscheduler", "httpx", "httpx2"):  # one INFO line per job run / HTTP request
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     use_bars = sys.stderr.isatty() if bars is None else bars
     try:
         rc = serve(cfg, once=once, progress=progress_bars if use_bars else log_progress)

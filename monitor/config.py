@@ -90,6 +90,11 @@ class ScheduleConfig:
     misfire_grace_s: int = 300
     request_poll_s: float = 10.0
     stop_grace_s: float = 30.0
+    stereo_minutes: float | None = None
+    """Run the stereotype probe every N minutes (None: only when stereo_cron is set)."""
+    stereo_cron: str | None = None
+    max_resumes: int = 3
+    """How many times a cycle is resumed after the monitor died during it before it is marked failed."""
 
 
 @dataclass(frozen=True, slots=True)

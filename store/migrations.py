@@ -285,5 +285,26 @@ def m_alerts_001_alerts(db: Database) -> None:
     db["alert_deliveries"].create_index(["alert_id"])
 
 
+@migrations()
+def m_scheduler_001_service(db: Database) -> None:
+    # runs.label lets a restarted monitor resume an interrupted cycle (the run id is a hash of it);
+    # resumes caps retries of a cycle that keeps killing the process. requests.label pins the cycle
+    # a "run now" request started, so a request re-picked after a crash resumes it instead of
+    # starting another. monitor_status: one row per database saying whether a monitor is alive.
+    for name, typ in (("label", str), ("resumes", int), ("pid", int), ("host", str)):
+        db["runs"].add_column(name, typ)
+    db["runs"].create_index(["status"])
+    for name, typ in (("label", str), ("run_id", str)):
+        db["requests"].add_column(name, typ)
+    db["requests"].create_index(["status"])
+    db["monitor_status"].create(
+        {
+            "id": str, "pid": int, "host": str, "status": str, "started_at": str, "heartbeat_at": str,
+            "stopped_at": str, "next_cycle_at": str, "current_run_id": str, "schedule": str, "message": str,
+        },
+        pk="id",
+    )
+
+
 def migrate(db: Database) -> None:
     migrations.apply(db)
