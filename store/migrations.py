@@ -306,5 +306,16 @@ def m_scheduler_001_service(db: Database) -> None:
     )
 
 
+@migrations()
+def m_scoring_001_cell_details(db: Database) -> None:
+    # Per-cell counts and context the METHODS define: why a cell is invalid, how many controls it had,
+    # the smallest p its permutation test could give, and the article's stratum for strata comparisons.
+    for name, kind in (("stratum", str), ("n_empty", int), ("n_missing", int), ("n_unscored", int),
+                       ("n_sentiment", int), ("n_repeats", int), ("n_placebo", int), ("p_min", float)):
+        db["cells"].add_column(name, kind)
+    db["cells"].create_index(["batch_id", "significant"])
+    db["scores"].create_index(["scorer_version"])
+
+
 def migrate(db: Database) -> None:
     migrations.apply(db)

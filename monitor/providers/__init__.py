@@ -24,6 +24,15 @@ FACTORIES: dict[str, Callable[[DeploymentConfig], Provider]] = {"local": _local}
 FACTORIES["openai"] = _openai
 
 
+def _scripted(dep: DeploymentConfig) -> Provider:
+    from monitor.providers.scripted import ScriptedProvider
+
+    return ScriptedProvider(dep)
+
+
+FACTORIES["scripted"] = _scripted
+
+
 def get_provider(dep: DeploymentConfig) -> Provider:
     factory = FACTORIES.get(dep.provider)
     if factory is None:
