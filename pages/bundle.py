@@ -7,7 +7,7 @@ import prompts as prompt_data
 from store import StoreError
 from store.reviews import VERDICTS, ReviewError
 from ui import auth, charts, data, filters, labels, page
-from ui.text import escape_markdown
+from ui.text import escape_markdown, plain, shorten
 
 c = page.ctx()
 st.title("Bundle")
@@ -22,7 +22,7 @@ if not cell_id:
     for row in top.itertuples():
         st.page_link("pages/bundle.py", query_params={"cell": row.cell_id}, icon=":material/arrow_forward:",
                      label=f"{labels.dimension(row.dimension)} x {labels.family(row.family)} · {row.deployment} · "
-                           f"SCFS {row.scfs:.3f}")
+                           f"paraphrase {row.paraphrase} · SCFS {row.scfs:.3f} · {escape_markdown(shorten(row.title, 48))}")
     st.stop()
 
 cell = data.cell(c.path, cell_id)
@@ -39,8 +39,9 @@ st.caption(f"Batch {cell['batch_label']} · deployment **{escape_markdown(cell['
 with st.container(border=True):
     st.markdown("#### " + escape_markdown(cell["title"]))
     page.safe(cell["summary"])
-    st.caption(escape_markdown(f"{cell['feed_name'] or 'unknown feed'} · published {cell['published_at']} · "
-                               f"{cell['link'] or ''}"))
+    st.caption(escape_markdown(f"{cell['feed_name'] or 'unknown feed'} · published {cell['published_at']}"))
+    if cell["link"]:
+        st.code(plain(cell["link"]), language=None)
 
 # THE CELL'S SCORES
 m = st.columns(6)

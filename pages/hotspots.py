@@ -3,6 +3,7 @@
 import streamlit as st
 
 from ui import charts, data, filters, labels, page
+from ui.text import escape_markdown, shorten
 
 c = page.ctx()
 st.title("Hotspots")
@@ -20,8 +21,10 @@ ranked = data.ranked_cells(c.path, cell_filter)
 
 st.caption(f"Batch {batch_label}. Squares: mean SCFS of the valid cells of each dimension x prompt family; the number "
            "is how many cells are significant after FDR (outlined in orange). Click a square to open its strongest bundle.")
+shared_range = (min(0.0, float(grid["mean"].min())), float(grid["mean"].max())) if grid["mean"].notna().any() else None
 for dep in sorted(grid["deployment"].unique()):
-    event = page.chart(c, charts.grid_heatmap(grid[grid["deployment"] == dep], title=f"{dep}: dimension x family"),
+    event = page.chart(c, charts.grid_heatmap(grid[grid["deployment"] == dep], title=f"{dep}: dimension x family",
+                                              color_range=shared_range),
                        "hotspots.grid", key=f"grid_{dep}", selectable=True)
     chosen = page.selected_cell(event)
     if chosen:
@@ -37,7 +40,7 @@ top = ranked.head(5)
 for i, row in enumerate(top.itertuples(), start=1):
     st.page_link("pages/bundle.py", query_params={"cell": row.cell_id}, icon=":material/arrow_forward:",
                  label=f"#{i} {labels.dimension(row.dimension)} x {labels.family(row.family)} · {row.deployment} · "
-                       f"SCFS {row.scfs:.3f} · {labels.verdict(row.review)}")
+                       f"SCFS {row.scfs:.3f} · {labels.verdict(row.review)} · {escape_markdown(shorten(row.title, 48))}")
 
 shown = ranked.assign(
     dimension=ranked["dimension"].map(labels.dimension), family=ranked["family"].map(labels.family),

@@ -182,6 +182,7 @@ def _write_batch(w, b, spec, rng, dims, fams, families, taxonomy, identities, pl
     run_id = make_id("cycle", label)
     latest = b == spec.batches - 1
     n_resp_batch = 0
+    status_counts: dict[str, int] = {}
     article_ids = []
     for a in range(spec.articles_per_batch):
         topic = TOPICS[(b * spec.articles_per_batch + a) % len(TOPICS)]
@@ -214,10 +215,13 @@ def _write_batch(w, b, spec, rng, dims, fams, families, taxonomy, identities, pl
                     results = _responses(w, rng, spec, prompts, dep, k, base, base_sent, direction, sent_shift,
                                          batch_id, run_id, opened, versions, a)
                     n_resp_batch += len(results)
+                    for r in results:
+                        status_counts[r["status"]] = status_counts.get(r["status"], 0) + 1
                     for dim in dims:
                         _cell(w, spec, batch_id, dep, article_id, fam, para, dim, results, opened, counts)
     counts["responses"] += n_resp_batch
-    _finish_batch(w, spec, b, batch_id, run_id, label, opened, latest, len(article_ids), feeds, n_resp_batch)
+    _finish_batch(w, spec, b, batch_id, run_id, label, opened, latest, len(article_ids), feeds, n_resp_batch,
+                  status_counts)
 
 
 def _prompts(article_id, fam, para, template, dims, identities, placebos, taxonomy) -> list[dict]:
@@ -332,7 +336,8 @@ def _cell(w, spec, batch_id, dep, article_id, fam, para, dim, results, opened, c
     counts["cells"] += 1
 
 
-def _finish_batch(w, spec, b, batch_id, run_id, label, opened, latest, n_articles, feeds, n_responses) -> None:
+def _finish_batch(w, spec, b, batch_id, run_id, label, opened, latest, n_articles, feeds, n_responses,
+                  status_counts) -> None:
     w.flush("cells")
     db = w.db
     # Benjamini-Hochberg over the batch's grid, as the monitor does, then a minimum effect size.
@@ -352,7 +357,13 @@ def _finish_batch(w, spec, b, batch_id, run_id, label, opened, latest, n_article
                              "error": None if ok else "HTTP 503 Service Unavailable", "fetched": 12 if ok else 0,
                              "new": n_articles // 2 if ok else 0, "duplicate": 3 if ok else 0, "dropped": 1 if ok else 0,
                              "dropped_json": json.dumps({"no_title": 1}) if ok else None})
-    counts = {"articles": n_articles, "responses": n_responses, "cost": 0.0}
+    n_cells, n_sig = db.execute("select count(*), coalesce(sum(significant), 0) from cells where batch_id = ?",
+                                [batch_id]).fetchone()
+    counts = {"articles": n_articles, "articles_sampled": n_articles, "responses": n_responses,
+              "ok": status_counts.get("ok", 0), "refusals": status_counts.get("refusal", 0),
+              "errors": status_counts.get("error", 0), "empty": 0, "tokens_in": 80 * n_responses,
+              "tokens_out": 40 * (n_responses - status_counts.get("error", 0)), "cost": 0.0, "cells": n_cells,
+              "significant_cells": n_sig}
     w.add("runs", {"id": run_id, "kind": "cycle", "status": "ok", "started_at": iso(opened),
                    "finished_at": iso(opened + timedelta(minutes=12)), "heartbeat_at": iso(opened + timedelta(minutes=12)),
                    "batch_id": batch_id, "stage": "done", "progress_done": 1, "progress_total": 1, "error": None,

@@ -54,7 +54,7 @@ def series_with_bands(series: pd.DataFrame, *, title: str, y_title: str, zero_li
             fig.add_trace(go.Scatter(
                 x=band["batch_label"].tolist() + band["batch_label"].tolist()[::-1],
                 y=band["ci_high"].tolist() + band["ci_low"].tolist()[::-1],
-                fill="toself", fillcolor=_rgba(color, 0.18), line=dict(width=0), hoverinfo="skip",
+                mode="lines", fill="toself", fillcolor=_rgba(color, 0.18), line=dict(width=0), hoverinfo="skip",
                 name=f"{dep} 95% CI", legendgroup=str(dep), showlegend=False))
         fig.add_trace(go.Scatter(
             x=x, y=g["mean"], mode="lines+markers", name=str(dep), legendgroup=str(dep), line=dict(color=color, width=2),
@@ -68,21 +68,22 @@ def series_with_bands(series: pd.DataFrame, *, title: str, y_title: str, zero_li
     return _layout(fig, title)
 
 
-def grid_heatmap(grid: pd.DataFrame, *, title: str) -> go.Figure:
+def grid_heatmap(grid: pd.DataFrame, *, title: str, color_range: tuple[float, float] | None = None) -> go.Figure:
     """Dimension x family squares coloured by mean SCFS; each square carries the cell it opens.
 
     Drawn as square scatter markers rather than a heatmap trace, because Streamlit's chart
-    selection works on points, so clicking a square selects it.
+    selection works on points, so clicking a square selects it. Pass one ``color_range`` to
+    every deployment's grid so equal colours mean equal values across them.
     """
     if grid.empty:
         return empty(title, "no cells for this selection")
     g = grid.copy()
     g["dim_label"] = g["dimension"].map(labels.dimension)
     g["fam_label"] = g["family"].map(labels.family)
-    g["marker"] = g["significant"].map(lambda s: "square" if s else "square-open")
+    lo, hi = color_range or (float(g["mean"].min()), float(g["mean"].max()))
     fig = go.Figure(go.Scatter(
         x=g["fam_label"], y=g["dim_label"], mode="markers+text",
-        marker=dict(symbol="square", size=46, color=g["mean"], colorscale=SEQUENTIAL, showscale=True,
+        marker=dict(symbol="square", size=46, color=g["mean"], colorscale=SEQUENTIAL, showscale=True, cmin=lo, cmax=hi,
                     colorbar=dict(title="mean SCFS"), line=dict(width=g["significant"].gt(0).map({True: 3, False: 0}),
                                                                  color="#D55E00")),
         text=[f"{int(s)}" if s else "" for s in g["significant"]], textfont=dict(color="white"),
@@ -95,13 +96,17 @@ def grid_heatmap(grid: pd.DataFrame, *, title: str) -> go.Figure:
 
 
 def stability_bars(stab: pd.DataFrame, *, title: str) -> go.Figure:
+    """SD and CV of batch means per deployment, side by side (different scales, so two panels)."""
     if stab.empty:
         return empty(title, "needs at least one batch")
-    fig = go.Figure()
-    fig.add_trace(go.Bar(x=stab["deployment"], y=stab["sd"], name="SD across batches", marker_color=PALETTE[0]))
-    fig.add_trace(go.Bar(x=stab["deployment"], y=stab["cv"], name="CV (SD / |mean|)", marker_color=PALETTE[1]))
-    fig.update_layout(barmode="group")
-    fig.update_yaxes(title="spread of batch means")
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("SD of batch means", "CV = SD / |mean|"))
+    fig.add_trace(go.Bar(x=stab["deployment"], y=stab["sd"], name="SD", marker_color=PALETTE[0]), row=1, col=1)
+    fig.add_trace(go.Bar(x=stab["deployment"], y=stab["cv"], name="CV", marker_color=PALETTE[1],
+                         hovertemplate="%{x}<br>CV %{y:.2f}<extra>empty when the mean is about zero</extra>"),
+                  row=1, col=2)
+    fig.update_layout(showlegend=False)
     return _layout(fig, title)
 
 
@@ -177,11 +182,12 @@ def run_volume(runs: pd.DataFrame, *, title: str) -> go.Figure:
     if runs.empty:
         return empty(title, "no cycles yet")
     r = runs.sort_values("started_at")
+    x = [f"{str(t)[:16].replace('T', ' ')} {s}" for t, s in zip(r["started_at"], r["status"])]
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=r["started_at"], y=r["responses"], name="responses", marker_color=PALETTE[0]))
-    fig.add_trace(go.Bar(x=r["started_at"], y=r["errors"], name="errors", marker_color=PALETTE[5]))
+    fig.add_trace(go.Bar(x=x, y=r["responses"], name="responses", marker_color=PALETTE[0]))
+    fig.add_trace(go.Bar(x=x, y=r["errors"], name="errors", marker_color=PALETTE[5]))
     fig.update_layout(barmode="group")
-    fig.update_xaxes(title="cycle start (UTC)")
+    fig.update_xaxes(title="cycle start (UTC) and status", type="category")
     return _layout(fig, title)
 
 

@@ -11,7 +11,7 @@ import streamlit as st
 
 from ui import charts, data, filters
 from ui.filters import Filters, View
-from ui.text import escape_markdown
+from ui.text import plain
 
 CHARTS: dict[str, str] = {
     "overview.scfs": "Overview: SCFS per deployment over batches",
@@ -41,8 +41,9 @@ CAVEAT = ("Every score here is an audit signal for human review: it says that a 
 PRESENTATION_CSS = """<style>
 html, body, [data-testid="stAppViewContainer"] { font-size: 20px; }
 [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li { font-size: 1.3rem; }
-[data-testid="stMetricValue"] { font-size: 3rem; }
-[data-testid="stMetricLabel"] p { font-size: 1.3rem; }
+[data-testid="stMetricValue"], [data-testid="stMetricValue"] * { font-size: 2.8rem !important; }
+[data-testid="stMetricLabel"] p { font-size: 1.05rem; }
+[data-testid="stText"], [data-testid="stText"] * { font-size: 1.25rem; }
 h1 { font-size: 3.2rem !important; } h2 { font-size: 2.4rem !important; } h3 { font-size: 2rem !important; }
 </style>"""
 
@@ -166,8 +167,9 @@ def selected_cell(event) -> str | None:
 
 
 def safe(text: object) -> None:
-    """Untrusted text (feeds, models) shown exactly as written: no HTML, no Markdown."""
-    st.markdown(escape_markdown(text))
+    """Untrusted text (feeds, models) shown exactly as written: st.text parses neither HTML nor
+    Markdown, so not even a bare URL becomes a link."""
+    st.text(plain(text))
 
 
 def open_bundle(cell_id: str, **extra: str) -> None:
