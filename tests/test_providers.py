@@ -256,3 +256,30 @@ def test_real_llama_cpp_server_completion_and_chat(llama_server):
     chat = OpenAICompatProvider(openai_dep(llama_server, model="gemma-3-270m", prompt_style="chat", timeout_s=60))
     reply = chat.complete(CHAT)
     assert reply.tokens_in > 5 and reply.finish_reason in ("stop", "length")  # chat may be empty for a base model
+
+
+def test_hosted_examples_in_the_example_config_are_valid(monkeypatch):
+    """Every commented hosted example parses, passes config validation and builds its provider."""
+    import re
+    import tomllib
+    from pathlib import Path
+
+    from monitor import config
+
+    path = Path(__file__).resolve().parents[1] / "framewatch.example.toml"
+    text = path.read_text(encoding="utf-8")
+    start, end = "# >>> hosted deployment examples", "# <<< hosted deployment examples"
+    block = text.split(start)[1].split(end)[0]
+    enabled = re.sub(r"(?m)^# (\[\[deployments\]\]|[a-z_]+ = .*)$", r"\1", block)
+    cfg = config.parse(tomllib.loads(text.replace(block, enabled)), where=str(path), base=path.parent)
+    hosted = [d for d in cfg.deployments if d.provider == "openai"]
+    urls = " ".join(d.base_url for d in hosted)
+    for family in ("api.openai.com", "openai.azure.com", "generativelanguage.googleapis.com", "api.anthropic.com",
+                   ":8000/v1", ":11434/v1", ":8080/v1"):
+        assert family in urls
+    for dep in hosted:
+        if dep.api_key_env:
+            monkeypatch.setenv(dep.api_key_env, "sk-example-not-a-key")
+        provider = get_provider(dep)
+        body = provider.payload(CHAT if dep.prompt_style == "chat" else COMPLETION)
+        assert body["model"] == dep.model and ("seed" in body) == dep.supports_seed
