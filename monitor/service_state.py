@@ -80,17 +80,20 @@ def mark_orphans(db: Database) -> list[str]:
 def open_cycles(db: Database) -> list[OpenCycle]:
     """Interrupted cycles that can be resumed, oldest first.
 
-    A run without a stored label (e.g. from an old `run-once`) recovers it from its batch.
+    A run started outside the monitor (`run-once`) has no stored label; the batch its ingest
+    opened has, and the run id is the hash of that label.
     """
-    rows = db.query(
-        """
-        select r.id, coalesce(r.label, b.label) as label, coalesce(r.resumes, 0) as resumes, r.status, r.batch_id
-        from runs r left join batches b on b.id = r.batch_id
-        where r.kind = 'cycle' and r.status in (?, ?) order by r.started_at, r.id
-        """,
+    rows = list(db.query(
+        "select id, label, coalesce(resumes, 0) as resumes, status, batch_id from runs "
+        "where kind = 'cycle' and status in (?, ?) order by started_at, id",
         list(RESUMABLE),
-    )
-    return [OpenCycle(r["id"], r["label"], r["resumes"], r["status"], r["batch_id"]) for r in rows]
+    ))
+    by_run: dict[str, str] = {}
+    if any(not r["label"] for r in rows):
+        from monitor.pipeline import cycle_id
+
+        by_run = {cycle_id(b["label"]): b["label"] for b in db.query("select label from batches where label is not null")}
+    return [OpenCycle(r["id"], r["label"] or by_run.get(r["id"]), r["resumes"], r["status"], r["batch_id"]) for r in rows]
 
 
 def give_up(db: Database, cycle: OpenCycle, max_resumes: int) -> None:

@@ -10,6 +10,7 @@ their label, requests by their id.
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import threading
 from collections.abc import Callable, Iterator
@@ -139,7 +140,10 @@ class Worker:
         self.current_run_id = run_id
         try:
             plan = plan_cycle(self.db, self.cfg)
-            if plan.limited_by:
+            if plan.articles == 0:
+                log.error("cycle %s: no article fits [budget] (%s); nothing will be generated until the budget is "
+                          "raised or the grid made smaller", label, plan.limited_by)
+            elif plan.limited_by:
                 log.warning("cycle %s: at most %d article(s): %s", label, plan.articles, plan.limited_by)
             report = run_cycle(self.db, plan.cfg, label=label, progress=self._progress(), stop=self.stop,
                                embedder=self.embedder)
@@ -227,22 +231,33 @@ class Worker:
         return True, f"re-scored batch {batch_id}: {counts['cells']} cells, {counts['significant_cells']} significant", run_id
 
     # -- stereo probe, alerts, heartbeat -----------------------------------------------------
-    def stereo_job(self) -> object | None:
-        probe = optional("monitor.stereo", "probe")
+    def stereo_job(self) -> list:
+        """Finish probe runs a dead monitor left `running` (same run id), then one new probe run."""
+        # The function of the submodule: once monitor.stereo.probe is imported, the package attribute
+        # `monitor.stereo.probe` names that submodule, not the wrapper function.
+        probe = optional("monitor.stereo.probe", "probe")
         if probe is None:
             self._warn_once("stereo", "stereo probe: monitor.stereo.probe is not available in this install; skipped")
-            return None
+            return []
+        reports = []
         with self.exclusive() as ok:
             if not ok:
-                return None
+                return []
             try:
-                report = probe(self.db, self.cfg, seed=int(self.cfg.stereo.get("seed", 0)))
+                if "stereo_probe_runs" in self.db.table_names():
+                    for r in self.db.query("select id, seed, deployments_json from stereo_probe_runs "
+                                           "where status = 'running' order by started_at"):
+                        log.info("stereo probe: resuming interrupted run %s", r["id"])
+                        reports.append(probe(self.db, self.cfg, json.loads(r["deployments_json"] or "null"),
+                                              seed=r["seed"] or 0, run_id=r["id"]))
+                if not self.stop.is_set():
+                    reports.append(probe(self.db, self.cfg, seed=0))
             except Exception:
                 self.failures += 1
                 log.exception("stereo probe failed")
-                return None
-            log.info("stereo probe: %s", report)
-            return report
+            for report in reports:
+                log.info("stereo probe: %s", report)
+            return reports
 
     def alerts_job(self) -> object | None:
         evaluate = optional("monitor.alerts", "evaluate_alerts")

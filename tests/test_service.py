@@ -72,6 +72,29 @@ def test_lock_of_a_killed_process_is_free_again(tmp_path):
         holder.wait(10)
 
 
+def _unit(name: str) -> dict[str, list[str]]:
+    keys: dict[str, list[str]] = {}
+    for line in (REPO / "deploy" / name).read_text().splitlines():
+        if "=" in line and not line.lstrip().startswith(("#", ";")):
+            key, value = line.split("=", 1)
+            keys.setdefault(key.strip(), []).append(value.strip())
+    return keys
+
+
+def test_systemd_units_match_the_monitors_exit_codes_and_stop_grace():
+    from monitor.config import ScheduleConfig
+    from monitor.service import EXIT_LOCKED
+
+    monitor = _unit("framewatch-monitor.service")
+    assert monitor["ExecStart"][0].split()[1:3] == ["monitor", "--config"]
+    assert monitor["RestartPreventExitStatus"] == [str(EXIT_LOCKED)]
+    assert int(monitor["TimeoutStopSec"][0]) > ScheduleConfig().stop_grace_s
+    assert monitor["KillSignal"] == ["SIGTERM"] and monitor["Restart"] == ["on-failure"]
+    dashboard = _unit("framewatch-dashboard.service")
+    assert dashboard["ExecStart"][0].split()[1] == "dashboard"
+    assert monitor["ReadWritePaths"] == dashboard["ReadWritePaths"]
+
+
 # -- the monitor process ---------------------------------------------------------------------
 
 def _check_store(db_path) -> list[dict]:
