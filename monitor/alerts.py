@@ -262,7 +262,7 @@ def _evaluate(rule: Rule, facts: _Facts, now: datetime) -> list[Finding]:
                 return []
             return rules_mod.change(rule, metrics.groups(cells, batch["id"], rule.metric, facts.cfg),
                                     metrics.groups(cells, prev["id"], rule.metric, facts.cfg), batch, prev)
-        per_dep, tau = metrics.stability(cells, rule.metric, facts.cfg)
+        per_dep, tau = metrics.stability(cells, rule.metric, [b["id"] for b in batches])
         return rules_mod.stability(rule, per_dep, tau, batch, prev)
     if rule.kind == "feed_failing":
         return rules_mod.feed_failing(rule, store.feed_status(facts.db), now)

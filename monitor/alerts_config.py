@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from monitor.config import Config, ConfigError
 
 KINDS = ("threshold", "change", "stability", "feed_failing", "failed_cycle", "budget")
-METRICS = ("scfs", "s", "n", "s_minus_placebo", "sent_range", "sent_mad", "sent_range_corrected",
+METRICS = ("scfs", "s", "n", "s_placebo", "s_minus_placebo", "sent_range", "sent_mad", "sent_range_corrected",
            "sent_mad_corrected", "significant_share")
-"""Cell metrics a threshold/change rule can watch: the mean over a group's valid cells
-(significant_share: the fraction of valid cells flagged significant after FDR)."""
+"""What a rule can watch: a cell metric's mean over a group's cells where it is defined (the convention of
+monitor.scoring.aggregate), or significant_share, the fraction of the group's cells significant after FDR."""
 DIRECTIONS = ("up", "down", "any")
 SEVERITIES = ("info", "warning", "critical")
 CHANNELS = ("webhook", "email")
@@ -202,6 +202,9 @@ def _validate_rule(rule: Rule, where: str, prefix: str, cfg: Config) -> None:
 
     if rule.metric not in METRICS:
         raise ConfigError(f"{where}: {prefix}metric = {rule.metric!r}; use one of {list(METRICS)}.")
+    if rule.kind == "stability" and rule.metric == "significant_share":
+        raise ConfigError(f"{where}: {prefix}metric: a stability rule compares batch means of a cell metric; use one "
+                          f"of {[m for m in METRICS if m != 'significant_share']}.")
     if rule.direction not in DIRECTIONS:
         raise ConfigError(f"{where}: {prefix}direction = {rule.direction!r}; use one of {list(DIRECTIONS)}.")
     if rule.severity not in SEVERITIES:

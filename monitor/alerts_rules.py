@@ -67,15 +67,17 @@ def threshold(rule: Rule, groups: pd.DataFrame, batch: dict) -> list[Finding]:
             continue
         if rule.hotspots_only and not bool(g.hotspot):
             continue
-        data = {"metric": rule.metric, "value": float(g.value), "above": rule.above, "cells": int(g.n),
+        data = {"metric": rule.metric, "value": float(g.value), "ci_low": _num(g.ci_low), "ci_high": _num(g.ci_high),
+                "above": rule.above, "cells": int(g.n), "invalid_cells": int(g.n_invalid),
                 "batch_id": batch["id"], "batch_label": batch["label"]}
         if rule.hotspots_only:
             data["hotspot"] = True
         out.append(Finding(
             rule.name, rule.kind, f"{rule.name}|{g.deployment}|{g.dimension}|{g.family}",
             f"{rule.metric} {_fmt(g.value)} > {rule.above:g}: {g.deployment} / {g.dimension} / {g.family}",
-            f"In batch {batch['label']}, mean {rule.metric} over {int(g.n)} valid cells of deployment {g.deployment}, "
-            f"dimension {g.dimension}, family {g.family} is {_fmt(g.value)}, above the threshold {rule.above:g}.",
+            f"In batch {batch['label']}, mean {rule.metric} over {int(g.n)} cells of deployment {g.deployment}, "
+            f"dimension {g.dimension}, family {g.family} is {_fmt(g.value)} (95% CI {_fmt(g.ci_low)} to "
+            f"{_fmt(g.ci_high)}), above the threshold {rule.above:g}.",
             data, "hotspots", {"batch": batch["id"], "dep": g.deployment, "dim": g.dimension, "fam": g.family},
             batch_id=batch["id"], deployment=g.deployment, dimension=g.dimension, family=g.family,
         ))
@@ -113,20 +115,22 @@ def change(rule: Rule, current: pd.DataFrame, previous: pd.DataFrame, batch: dic
 def stability(rule: Rule, per_deployment: pd.DataFrame, tau: float | None, batch: dict, prev_batch: dict | None) -> list[Finding]:
     """A stability drop: a deployment's CV across batches above ``max_cv``, or the rank agreement below ``min_tau``.
 
-    ``per_deployment``: deployment, batches, mean, sd, cv. ``tau``: Kendall tau between the last two batches.
+    ``per_deployment``: deployment, n_batches, mean_of_batch_means, sd, cv (monitor.scoring.aggregate.stability).
+    ``tau``: Kendall tau between the last two batches.
     """
     out = []
     if rule.max_cv is not None:
         for d in per_deployment.itertuples(index=False):
             if not _selected(rule, d.deployment) or pd.isna(d.cv) or d.cv <= rule.max_cv:
                 continue
-            data = {"metric": rule.metric, "cv": float(d.cv), "sd": float(d.sd), "mean": float(d.mean),
-                    "batches": int(d.batches), "max_cv": rule.max_cv}
+            data = {"metric": rule.metric, "cv": float(d.cv), "sd": float(d.sd), "mean": float(d.mean_of_batch_means),
+                    "batches": int(d.n_batches), "max_cv": rule.max_cv}
             out.append(Finding(
                 rule.name, rule.kind, f"{rule.name}|cv|{d.deployment}",
                 f"{d.deployment}: {rule.metric} unstable across batches (CV {_fmt(d.cv)} > {rule.max_cv:g})",
-                f"Across {int(d.batches)} batches the batch means of {rule.metric} for deployment {d.deployment} have "
-                f"SD {_fmt(d.sd)} around {_fmt(d.mean)}: a coefficient of variation of {_fmt(d.cv)}, above {rule.max_cv:g}.",
+                f"Across {int(d.n_batches)} batches the batch means of {rule.metric} for deployment {d.deployment} have "
+                f"SD {_fmt(d.sd)} around {_fmt(d.mean_of_batch_means)}: a coefficient of variation of {_fmt(d.cv)}, "
+                f"above {rule.max_cv:g}.",
                 data, "stability", {"dep": d.deployment}, batch_id=batch["id"], deployment=d.deployment,
             ))
     if rule.min_tau is not None and tau is not None and not math.isnan(tau) and tau < rule.min_tau and prev_batch:
@@ -202,6 +206,10 @@ def budget(rule: Rule, run: dict | None, spent: float, max_cost: float | None) -
         f"The cycle started {run.get('started_at')} reached its budget: {what}.",
         data, "runs", {}, batch_id=run.get("batch_id"), run_id=run["id"],
     )]
+
+
+def _num(x) -> float | None:
+    return None if x is None or pd.isna(x) else float(x)
 
 
 def _json(text: object) -> dict:

@@ -236,15 +236,25 @@ from monitor.snapshot_cli import alerts_command, snapshot  # noqa: E402  (import
 main.add_command(snapshot)
 main.add_command(alerts_command)
 
+from monitor.validate_methods_cli import validate_methods  # noqa: E402  (imports with_config from this module)
+
+main.add_command(validate_methods)
+
 
 @main.command("dashboard")
 @click.option("--port", default=8501, show_default=True, help="Port on 127.0.0.1.")
 @click.option("--open-browser", is_flag=True, help="Open the dashboard in a browser once it answers.")
+@click.option("--snapshot", "snapshot_path", type=click.Path(exists=True, path_type=Path), default=None,
+              help="Serve a snapshot folder or .zip instead of the database (verified first; no monitor needed).")
 @with_config
-def dashboard_command(cfg: Config, port: int, open_browser: bool) -> None:
+def dashboard_command(cfg: Config, port: int, open_browser: bool, snapshot_path: Path | None) -> None:
     """Serve the dashboard on http://127.0.0.1:PORT over the configured database (read-only)."""
     from ui.serve import serve_dashboard
 
+    if snapshot_path is not None:
+        from monitor.snapshot_cli import serve_snapshot
+
+        sys.exit(serve_snapshot(snapshot_path, port, open_browser=open_browser))
     if not Path(cfg.db_path).exists():
         click.echo(f"note: {cfg.db_path} does not exist yet; the dashboard will say how to create it.", err=True)
     sys.exit(serve_dashboard(cfg.db_path, port, open_browser=open_browser))

@@ -96,3 +96,20 @@ def alerts_command(cfg: Config) -> None:
     for line in report.lines():
         click.echo(line)
     sys.exit(1 if report.errors else 0)
+
+
+def serve_snapshot(path: Path, port: int, *, open_browser: bool = False) -> int:
+    """`framewatch dashboard --snapshot PATH`: verify, then serve the snapshot's SQLite copy read-only."""
+    from monitor.snapshot import SnapshotError, check_database, opened, verify_snapshot
+    from ui import serve
+
+    try:
+        with opened(path) as folder:
+            result = verify_snapshot(folder)
+            if not result.ok:
+                raise click.ClickException("refusing to serve a snapshot that fails verification:\n"
+                                           + "\n".join(result.lines()[1:]))
+            click.echo(result.lines()[0])
+            return serve.serve_dashboard(check_database(folder), port, open_browser=open_browser)
+    except SnapshotError as exc:
+        raise click.ClickException(str(exc)) from exc

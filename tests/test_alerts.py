@@ -511,3 +511,74 @@ def test_evaluate_without_rules_does_nothing(tmp_path):
     report = evaluate_alerts(db, cfg)
     assert report.fired == () and db["alerts"].count == 0
     assert parse_iso(report.evaluated_at) is not None
+
+
+# -- the alerts page -------------------------------------------------------------------------------
+
+def test_the_alerts_page_shows_stored_alerts_with_their_data_and_link(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    dead = f"http://127.0.0.1:{free_port()}/hook"
+    cfg = make_cfg(tmp_path, f"[alerts.webhook]\nurl = \"{dead}\"\nretries = 0\ntimeout_s = 1\n" + HOTSPOT_RULE)
+    db = open_writer(cfg.db_path)
+    run_batch(db, cfg, 2)
+    alert_id = evaluate_alerts(db, cfg).fired[0].id
+    db.conn.close()
+    monkeypatch.setenv("FRAMEWATCH_DB", str(cfg.db_path))
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60)
+    at.user = {"is_logged_in": False}
+    at.query_params["alert"] = alert_id
+    at.run()
+    at.switch_page("pages/alerts.py").run()
+    assert not at.exception
+    assert at.title[0].value == "Alerts"
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Alerts"] == "1" and metrics["Delivery failed"] == "1" and metrics["Conditions active now"] == "1"
+    shown = " ".join(m.value for m in at.markdown)
+    assert "religion hotspot" in shown and "failed" in shown
+    assert at.json[0].value and json.loads(at.json[0].value)["above"] == 0.1
+
+
+def test_the_alerts_page_on_a_store_without_alert_tables(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    cfg = make_cfg(tmp_path, HOTSPOT_RULE)
+    db = open_writer(cfg.db_path)
+    run_batch(db, cfg, 2)
+    with db.conn:
+        for t in ("alert_deliveries", "alert_state", "alerts"):
+            db[t].drop()
+    db.conn.close()
+    monkeypatch.setenv("FRAMEWATCH_DB", str(cfg.db_path))
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=60)
+    at.user = {"is_logged_in": False}
+    at.run()
+    at.switch_page("pages/alerts.py").run()
+    assert not at.exception and "no alert tables yet" in at.info[0].value
+
+
+def test_the_commented_example_in_framewatch_example_toml_parses(tmp_path):
+    example = (Path(__file__).resolve().parents[1] / "framewatch.example.toml").read_text(encoding="utf-8")
+    head, _, block = example.partition("# [alerts]\n")
+    assert block, "the [alerts] example is missing from framewatch.example.toml"
+    uncommented = "[alerts]\n" + "\n".join(line[2:] if line.startswith("# ") else line.lstrip("#")
+                                            for line in block.splitlines())
+    path = tmp_path / "framewatch.toml"
+    path.write_text(head + uncommented, encoding="utf-8")
+    acfg = parse_alerts(config.load(path))
+    assert sorted(r.kind for r in acfg.rules) == sorted(
+        ["threshold", "change", "stability", "feed_failing", "failed_cycle", "budget"])
+    assert acfg.webhook.url_env == "FRAMEWATCH_WEBHOOK_URL" and acfg.email.password_env == "FRAMEWATCH_SMTP_PASSWORD"
+
+
+def test_hotspots_only_follows_group_significance(tmp_path):
+    cfg = make_cfg(tmp_path, "[[alerts.rules]]\nname = \"hot\"\nkind = \"threshold\"\nabove = -1\nhotspots_only = true\n")
+    db = open_writer(cfg.db_path)
+    run_batch(db, cfg, 2)  # the planted religion effect is significant in this batch
+    report = evaluate_alerts(db, cfg)
+    assert [a.condition_key for a in report.fired] == ["hot|scripted-b|religion|impact"]
+    data = json.loads(next(db.query("select data_json from alerts"))["data_json"])
+    assert data["hotspot"] is True and data["ci_low"] <= data["value"] <= data["ci_high"]
+    run_batch(db, cfg, 3)  # weaker here: no group is significant, so the condition clears
+    later = evaluate_alerts(db, cfg)
+    assert not later.fired and later.cleared == 1
