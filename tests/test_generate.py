@@ -214,7 +214,7 @@ def test_stop_finishes_in_flight_requests_and_issues_no_new_ones(tmp_path):
     assert rest.requested == KEYS_PER_ARTICLE - stored and len(responses(db)) == KEYS_PER_ARTICLE
 
 
-def test_no_api_key_in_database_logs_or_errors(tmp_path, monkeypatch, caplog):
+def test_no_api_key_in_database_logs_errors_or_snapshots(tmp_path, monkeypatch, caplog):
     key = "sk-planted-" + "Zk3p" * 8
     monkeypatch.setenv("FW_PLANTED_KEY", key)
     caplog.set_level(logging.DEBUG)  # every logger, the openai and httpx2 ones included
@@ -226,8 +226,22 @@ def test_no_api_key_in_database_logs_or_errors(tmp_path, monkeypatch, caplog):
         db = open_writer(cfg.db_path)
         seed_batch(db)
         report = generate_batch(db, cfg, "b1", "run-1")
+        from monitor.snapshot import export_snapshot
+        from store.writes import record_config
+
+        record_config(db, cfg)
+        snap = export_snapshot(db, cfg, tmp_path / "snapshot", with_text=True)
         db.conn.close()
     assert f"Bearer {key}" in server.stats.auth_headers  # it was really sent, and echoed back in error bodies
+    import zipfile
+
+    snapshot_files = [p for p in (tmp_path / "snapshot").rglob("*") if p.is_file()]
+    assert len(snapshot_files) > 3
+    for path in snapshot_files:
+        assert key.encode() not in path.read_bytes(), path
+    with zipfile.ZipFile(snap.zip_path) as archive:  # compressed: search the members, not the archive bytes
+        for name in archive.namelist():
+            assert key.encode() not in archive.read(name), name
     errors = [r for r in sqlite3.connect(cfg.db_path).execute("select error from responses where status = 'error'")]
     assert len(errors) >= 2 and any("[REDACTED]" in e[0] for e in errors)
     dump = "\n".join(sqlite3.connect(cfg.db_path).iterdump())

@@ -169,6 +169,7 @@ def test_payload_follows_style_and_capabilities():
     assert body["prompt"] == COMPLETION.prompt and body["seed"] == 42 and body["temperature"] == 0.7
     assert body["stop"] == ["\nQuestion:", "\nNews:", "\n\n", "a"]  # the API takes at most four
     assert OpenAICompatProvider(openai_dep("http://x/v1/")).describe(CHAT)["endpoint"] == "http://x/v1/chat/completions"
+    assert OpenAICompatProvider(openai_dep("http://x/v1", extra={"extra_body": {"top_k": 40}})).payload(CHAT)["top_k"] == 40
 
 
 @pytest.mark.parametrize("style", ["chat", "completion"])

@@ -77,6 +77,7 @@ class OpenAICompatProvider:
             body["seed"] = request.seed
         if request.stop:
             body["stop"] = list(request.stop)[:4]  # the OpenAI API accepts at most four stop sequences
+        body.update(dep.extra.get("extra_body") or {})
         return body
 
     def describe(self, request: GenerationRequest) -> dict[str, Any]:
@@ -86,7 +87,7 @@ class OpenAICompatProvider:
     def complete(self, request: GenerationRequest) -> Completion:
         import openai
 
-        body = {**self.payload(request), **(self.dep.extra.get("extra_body") or {})}
+        body = self.payload(request)
         path = "/chat/completions" if request.style == "chat" else "/completions"
         started = time.perf_counter()
         try:
