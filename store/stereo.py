@@ -308,7 +308,7 @@ def probe_items(db: Database, countries: tuple[str, ...] = ()) -> list[dict]:
 def probe_runs(db: Database) -> pd.DataFrame:
     return _df(db, """
         select r.*, (select count(*) from stereo_probe_results p where p.run_id = r.id) as n_results
-        from stereo_probe_runs r order by r.started_at desc, r.id""")
+        from stereo_probe_runs r order by r.started_at desc, r.rowid desc""")
 
 
 def probe_results(db: Database, run_id: str | None = None, deployment: str | None = None) -> pd.DataFrame:
@@ -325,14 +325,17 @@ def probe_results(db: Database, run_id: str | None = None, deployment: str | Non
 
 
 def latest_results(db: Database) -> pd.DataFrame:
-    """For each deployment, the results of its most recent probe run."""
+    """For each deployment, the results of its most recent probe run (latest started, ties by insertion)."""
     return _df(db, """
         with last as (
-            select p.deployment, max(r.started_at || ' ' || r.id) as k
-            from stereo_probe_results p join stereo_probe_runs r on r.id = p.run_id group by p.deployment)
+            select p.deployment, max(r.rowid) as rid
+            from stereo_probe_results p join stereo_probe_runs r on r.id = p.run_id
+            where r.started_at = (select max(r2.started_at) from stereo_probe_runs r2
+                                  join stereo_probe_results p2 on p2.run_id = r2.id where p2.deployment = p.deployment)
+            group by p.deployment)
         select p.*, r.started_at from stereo_probe_results p
         join stereo_probe_runs r on r.id = p.run_id
-        join last on last.deployment = p.deployment and last.k = r.started_at || ' ' || r.id
+        join last on last.deployment = p.deployment and last.rid = r.rowid
         order by p.deployment, p.country, p.category, p.item_id""")
 
 

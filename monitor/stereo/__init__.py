@@ -5,28 +5,18 @@ items, approved in-country) -> probe (models, per country). importers bring in t
 official EspanStereo release, SeeGULL Multilingual and generic CSVs; seed loads the
 team's demo seed. Heavy imports (torch, sentence-transformers, llama.cpp, openai) stay
 inside the functions that need them.
+
+Public entry points (for `framewatch demo` and the monitor's scheduled job):
+
+    load_demo_seed(db) -> int
+    probe(db, cfg, deployments=None, *, seed=0, countries=(), limit=None, run_id=None) -> ProbeReport
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+# Imported here, after the package is set up, so that `monitor.stereo.probe` names the
+# function (a submodule import would otherwise rebind the attribute to the module).
+from monitor.stereo.probe import ProbeReport, probe  # noqa: E402
+from monitor.stereo.seed import load_demo_seed  # noqa: E402
 
-if TYPE_CHECKING:  # pragma: no cover
-    from monitor.stereo.probe import ProbeReport
-
-
-def load_demo_seed(db) -> int:
-    """Load the team's demo seed (labelled "demo seed") into ``db``; returns the number of items stored."""
-    from monitor.stereo.seed import load_demo_seed as _load
-
-    return _load(db)
-
-
-def probe(db, cfg, deployments=None, *, seed: int = 0) -> ProbeReport:
-    """Probe ``deployments`` (default: all configured) on every approved item; one stored run per call."""
-    from monitor.stereo.probe import probe as _probe
-
-    return _probe(db, cfg, deployments, seed=seed)
-
-
-__all__ = ["load_demo_seed", "probe"]
+__all__ = ["ProbeReport", "load_demo_seed", "probe"]

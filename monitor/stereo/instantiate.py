@@ -27,7 +27,7 @@ from monitor.stereo.text import clean
 from monitor.types import GenerationRequest
 from store import stereo as store
 
-_LINE = re.compile(r"^\s*[*_\-•]*\s*(contexto|estereotipo|contraestereotipo|contra-estereotipo)\s*[*_]*\s*:\s*(.+)$",
+_LINE = re.compile(r"^\s*[*_\-•]*\s*(contexto|estereotipo|contraestereotipo|contra-estereotipo)\s*[*_]*\s*:\s*[*_]*\s*(.+)$",
                    re.IGNORECASE)
 
 

@@ -66,8 +66,8 @@ class LlamaScorer:
         return self.score_pair(context, continuation, continuation)[0]
 
     def score_pair(self, context: str, first: str, second: str) -> tuple[TokenScore, TokenScore]:
-        """Both continuations in one pass over the shared prefix: the context is evaluated once,
-        each continuation after it, so an item costs about half of two full evaluations."""
+        """Both continuations after one evaluation of their shared prefix (the context), whose
+        logits are computed for its last position only."""
         from monitor.providers.llamacpp import _LOCK, load_llama
 
         # The probe's own context size keeps the logits buffer (n_ctx x vocabulary) small.
@@ -83,14 +83,12 @@ class LlamaScorer:
         shared = min(starts)
         out = []
         with _LOCK:
-            llm.reset()
-            llm.eval(seqs[0][:shared])
-            prefix = np.array(llm.scores[:shared], copy=True)
+            last_context_row = _decode(llm, seqs[0][:shared], 0, rows="last")
             for seq, start in zip(seqs, starts, strict=True):
-                llm.n_tokens = shared  # drop the other continuation; eval() clears the KV cache past this point
-                llm.eval(seq[shared:])
-                logits = np.concatenate([prefix, np.array(llm.scores[shared: len(seq)], copy=True)])
-                out.append(continuation_logprob(logits, seq, start))
+                rows = _decode(llm, seq[shared:], shared, rows="all")  # drops the other continuation's cache
+                # logits of positions shared-1 .. len-1, so the sequence is shifted by shared-1 too
+                logits = np.vstack([last_context_row[None, :], rows])
+                out.append(continuation_logprob(logits, seq[shared - 1:], start - shared + 1))
         return out[0], out[1]
 
 
@@ -134,6 +132,30 @@ def echoed_score(response, context_chars: int, prompt_chars: int) -> TokenScore:
     if not picked:
         raise ProviderError("no echoed log-probabilities fall inside the continuation", retriable=False)
     return TokenScore(float(sum(picked)), len(picked))
+
+
+def _decode(llm, tokens: list[int], n_past: int, *, rows: str) -> np.ndarray:
+    """Evaluate ``tokens`` after the first ``n_past`` cached ones and return their logits:
+    ``rows="last"`` keeps only the last position's (all a context needs), ``"all"`` every one.
+
+    Skipping the context's logits saves the vocabulary-sized output layer (262k rows for
+    Gemma 3) at each context position. That needs llama-cpp-python's batch object; without
+    it the public ``eval`` computes every row and the unneeded ones are dropped.
+    """
+    batch, ctx = getattr(llm, "_batch", None), getattr(llm, "_ctx", None)
+    if batch is None or ctx is None or len(tokens) > llm.n_batch or not hasattr(batch, "set_batch"):
+        llm.n_tokens = n_past
+        llm.eval(tokens)
+        full = np.array(llm.scores[n_past: n_past + len(tokens)], copy=True)
+        return full[-1] if rows == "last" else full
+    ctx.kv_cache_seq_rm(-1, n_past, -1)
+    batch.set_batch(batch=tokens, n_past=n_past, logits_all=rows == "all")
+    ctx.decode(batch)
+    n_rows = len(tokens) if rows == "all" else 1
+    out = np.ctypeslib.as_array(ctx.get_logits(), shape=(n_rows * llm.n_vocab(),)).reshape(n_rows, -1).copy()
+    llm.input_ids[n_past: n_past + len(tokens)] = tokens
+    llm.n_tokens = n_past + len(tokens)
+    return out[0] if rows == "last" else out
 
 
 def _common_prefix(a: list[int], b: list[int]) -> int:
