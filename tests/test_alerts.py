@@ -582,3 +582,35 @@ def test_hotspots_only_follows_group_significance(tmp_path):
     run_batch(db, cfg, 3)  # weaker here: no group is significant, so the condition clears
     later = evaluate_alerts(db, cfg)
     assert not later.fired and later.cleared == 1
+
+
+def test_a_webhook_that_never_answers_costs_a_bounded_time(tmp_path):
+    """A server that accepts the connection and then says nothing: each attempt ends at timeout_s."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    try:
+        url = f"http://127.0.0.1:{silent.getsockname()[1]}/hook"
+        cfg = make_cfg(tmp_path, f"[alerts.webhook]\nurl = \"{url}\"\nretries = 1\nbackoff_s = 0\ntimeout_s = 0.5\n"
+                                 + HOTSPOT_RULE)
+        db = open_writer(cfg.db_path)
+        run_batch(db, cfg, 2)
+        started = time.monotonic()
+        report = evaluate_alerts(db, cfg)
+        elapsed = time.monotonic() - started
+    finally:
+        silent.close()
+    assert report.fired[0].status == "failed" and elapsed < 5
+    delivery = next(db.query("select * from alert_deliveries"))
+    assert delivery["attempts"] == 2 and "Timeout" in delivery["error"]
+
+
+def test_an_unreachable_smtp_server_is_recorded(tmp_path):
+    cfg = make_cfg(tmp_path, f"[alerts.email]\nhost = \"127.0.0.1\"\nport = {free_port()}\nsender = \"a@b.c\"\n"
+                             "to = \"d@e.f\"\nretries = 1\nbackoff_s = 0\ntimeout_s = 1\n" + HOTSPOT_RULE)
+    db = open_writer(cfg.db_path)
+    run_batch(db, cfg, 2)
+    report = evaluate_alerts(db, cfg)
+    assert report.fired[0].status == "failed"
+    delivery = next(db.query("select * from alert_deliveries"))
+    assert delivery["channel"] == "email" and delivery["attempts"] == 2 and "Connection" in delivery["error"]

@@ -333,3 +333,27 @@ def test_the_dashboard_renders_from_snapshot_db_and_leaves_it_unchanged(exported
         at.switch_page(page).run()
         assert not at.exception, (page, at.exception)
     assert verify_snapshot(folder).ok  # opened read-only: not one byte changed
+
+
+def test_cli_export_chooses_batches_and_deployments(store, tmp_path):
+    out = tmp_path / "cli-snap"
+    result = CliRunner().invoke(main, ["snapshot", "export", "--config", str(store.path), "--out", str(out),
+                                       "--batch", "sample-3", "--deployment", "scripted-b", "--no-zip"])
+    assert result.exit_code == 0, result.output
+    assert "response text not included" in result.output and not out.with_suffix(".zip").exists()
+    versions = json.loads((out / "versions.json").read_text())
+    assert versions["deployments"] == ["scripted-b"] and len(versions["batches"]) == 1
+    assert versions["complete_batches"] == {versions["batches"][0]: False}
+    again = CliRunner().invoke(main, ["snapshot", "export", "--config", str(store.path), "--out", str(out)])
+    assert again.exit_code != 0 and "--overwrite" in again.output
+
+
+def test_export_fails_and_leaves_nothing_if_a_secret_survives_scrubbing(store, tmp_path, monkeypatch):
+    from monitor import snapshot_tables
+
+    monkeypatch.setattr(snapshot_tables, "scrub_rows", lambda table, rows, secrets, with_text: list(rows))
+    db = open_readonly(store.db_path)
+    with pytest.raises(SnapshotError, match="secret value was found in .*snapshot.db"):
+        export_snapshot(db, store, tmp_path / "leaky")
+    db.conn.close()
+    assert not (tmp_path / "leaky").exists() and not (tmp_path / "leaky.zip").exists()
