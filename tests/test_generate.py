@@ -113,6 +113,23 @@ def test_every_key_stored_exactly_once_under_every_fault(tmp_path):
     assert not any(r["article_id"].endswith("unsampled") for r in prompts)
 
 
+def test_mixed_run_stores_an_answer_or_a_recorded_error_for_every_key(tmp_path):
+    doomed = lambda seen: int(seen.body_hash[:8], 16) % 4 == 0  # noqa: E731  about a quarter never succeed
+    healed = first_attempt_faults(["429", "500", "drop", "ok"], retry_after=0.02)
+    with FaultServer(lambda seen: "500" if doomed(seen) else healed(seen)) as server:
+        cfg = write_config(tmp_path, [hosted(server.url, max_retries=2, extra="{ backoff_base_s = 0.01, breaker_failures = 100 }")])
+        db = open_writer(cfg.db_path)
+        seed_batch(db, articles=2)
+        report = generate_batch(db, cfg, "b1", "run-1")
+    rows = responses(db)
+    failed = [r for r in rows if r["status"] == "error"]
+    assert len(rows) == len({r["id"] for r in rows}) == report.planned == 2 * KEYS_PER_ARTICLE
+    assert failed and len(failed) == report.errors == sum(1 for h in server.stats.attempts if int(h[:8], 16) % 4 == 0)
+    assert all(r["attempts"] == 3 and "HTTP 500" in r["error"] and r["text"] is None for r in failed)
+    assert all(r["error"] is None and r["text"] for r in rows if r["status"] == "ok")
+    assert report.pending == 0 and not report.breaker_tripped
+
+
 def test_rerun_is_served_from_the_cache(tmp_path):
     with FaultServer() as server:
         cfg = write_config(tmp_path, [hosted(server.url), hosted(server.url, name="other", system_prompt="Be neutral.")])
