@@ -18,6 +18,7 @@ cannot stop the monitor. A rule that cannot be evaluated is reported and skipped
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -33,7 +34,8 @@ from monitor.alerts_config import AlertsConfig, ConfigError, Rule, parse_alerts
 from monitor.alerts_rules import Finding, view_link
 from monitor.config import Config
 from monitor.ids import iso, make_id, parse_iso, utcnow
-from monitor.redact import redact
+from monitor.redact import redact, secrets_in_env
+from monitor.snapshot_scrub import env_secrets
 from store import alerts as store
 
 __all__ = ["AlertReport", "ConfigError", "evaluate_alerts", "parse_alerts"]
@@ -93,6 +95,7 @@ def evaluate_alerts(db: Database, cfg: Config, *, now: datetime | None = None) -
     errors: list[str] = []
     counts: dict[str, int] = {}
     budget_left = acfg.max_per_hour - store.alerts_since(db, iso(now - timedelta(hours=1)))
+    secrets = [*secrets_in_env(cfg), *env_secrets(cfg.raw), *_secrets(acfg)]
     for rule in acfg.rules:
         try:
             findings = _evaluate(rule, facts, now)
@@ -100,6 +103,7 @@ def evaluate_alerts(db: Database, cfg: Config, *, now: datetime | None = None) -
             log.exception("alert rule %s failed", rule.name)
             errors.append(f"{rule.name}: {type(exc).__name__}: {exc}")
             continue
+        findings = [_scrubbed(f, secrets) for f in findings]
         counts[rule.name] = len(findings)
         states = store.condition_states(db, rule.name)
         for finding in findings:
@@ -121,6 +125,21 @@ def evaluate_alerts(db: Database, cfg: Config, *, now: datetime | None = None) -
                 cleared += 1
                 store.save_state(db, {**state, "active": 0, "cleared_at": iso(now)})
     return AlertReport(iso(now), tuple(fired), quiet, cleared, limited, tuple(errors), counts)
+
+
+def _scrubbed(finding: Finding, secrets: list[str]) -> Finding:
+    """A run error or feed error quoted in an alert goes to a chat channel: remove any key it carries."""
+    def clean(value):
+        if isinstance(value, str):
+            return redact(value, secrets)
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    return dataclasses.replace(finding, title=clean(finding.title), message=clean(finding.message),
+                               data=clean(finding.data))
 
 
 def _should_notify(state: dict | None, acfg: AlertsConfig, now: datetime) -> bool:
@@ -232,17 +251,19 @@ class _Facts:
     def __init__(self, db: Database, cfg: Config) -> None:
         self.db, self.cfg = db, cfg
         self._batches: list[dict] | None = None
-        self._cells: pd.DataFrame | None = None
+        self._cells: dict[tuple[str, ...], pd.DataFrame] = {}
 
     def batches(self) -> list[dict]:
         if self._batches is None:
             self._batches = store.scored_batches(self.db)
         return self._batches
 
-    def cells(self) -> pd.DataFrame:
-        if self._cells is None:
-            self._cells = store.cells_of_batches(self.db, [b["id"] for b in self.batches()])
-        return self._cells
+    def cells(self, last: int | None = None) -> pd.DataFrame:
+        """Cells of the last ``last`` scored batches (all when None): threshold and change rules need two at most."""
+        ids = tuple(b["id"] for b in (self.batches()[-last:] if last else self.batches()))
+        if ids not in self._cells:
+            self._cells[ids] = store.cells_of_batches(self.db, list(ids))
+        return self._cells[ids]
 
 
 def _evaluate(rule: Rule, facts: _Facts, now: datetime) -> list[Finding]:
@@ -253,16 +274,16 @@ def _evaluate(rule: Rule, facts: _Facts, now: datetime) -> list[Finding]:
         if not batches:
             return []
         batch, prev = batches[-1], (batches[-2] if len(batches) > 1 else None)
-        cells = facts.cells()
         if rule.kind == "threshold":
-            groups = metrics.groups(cells, batch["id"], rule.metric, facts.cfg, hotspots=rule.hotspots_only)
+            groups = metrics.groups(facts.cells(2), batch["id"], rule.metric, facts.cfg, hotspots=rule.hotspots_only)
             return rules_mod.threshold(rule, groups, batch)
         if rule.kind == "change":
             if prev is None:
                 return []
+            cells = facts.cells(2)
             return rules_mod.change(rule, metrics.groups(cells, batch["id"], rule.metric, facts.cfg),
                                     metrics.groups(cells, prev["id"], rule.metric, facts.cfg), batch, prev)
-        per_dep, tau = metrics.stability(cells, rule.metric, [b["id"] for b in batches])
+        per_dep, tau = metrics.stability(facts.cells(), rule.metric, [b["id"] for b in batches])
         return rules_mod.stability(rule, per_dep, tau, batch, prev)
     if rule.kind == "feed_failing":
         return rules_mod.feed_failing(rule, store.feed_status(facts.db), now)

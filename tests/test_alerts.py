@@ -614,3 +614,20 @@ def test_an_unreachable_smtp_server_is_recorded(tmp_path):
     assert report.fired[0].status == "failed"
     delivery = next(db.query("select * from alert_deliveries"))
     assert delivery["channel"] == "email" and delivery["attempts"] == 2 and "Connection" in delivery["error"]
+
+
+def test_a_key_quoted_in_a_run_error_never_reaches_the_alert(tmp_path, webhook, monkeypatch):
+    key = "sk-proj-ALERTPLANTED0123456789abcdef"
+    monkeypatch.setenv("FW_ALERT_TEST_KEY", key)
+    text = PIPELINE.format(alerts=f"[alerts.webhook]\nurl = \"{webhook.url}\"\n[[alerts.rules]]\nkind = \"failed_cycle\"\n")
+    path = tmp_path / "framewatch.toml"
+    path.write_text(text.replace('model = "scripted"\n', 'model = "scripted"\napi_key_env = "FW_ALERT_TEST_KEY"\n', 1))
+    cfg = config.load(path)
+    db = open_writer(cfg.db_path)
+    with db.conn:
+        db["runs"].insert({"id": "r1", "kind": "cycle", "status": "failed", "started_at": iso(utcnow()),
+                           "error": f"generate: key {key[:-4]}XXXX rejected; echo {key}"}, pk="id", alter=True)
+    assert evaluate_alerts(db, cfg).fired[0].status == "sent"
+    stored = json.dumps(list(db.query("select * from alerts")))
+    assert key not in stored and key not in json.dumps(webhook.bodies)
+    assert "[REDACTED]" in webhook.bodies[0]["alert"]["message"]
