@@ -271,7 +271,9 @@ def test_sigterm_with_requests_in_flight_stops_within_the_grace_and_the_restart_
         assert "stop_grace_s" in run[0]["error"]
         assert read(db, "select status from monitor_status")[0]["status"] == "stopped"
         stored = read(db, "select count(*) as n from responses where deployment = 'scripted-b'")[0]["n"]
-        assert stored == 10  # the 10 answered ones are stored; the held ones are not, and nothing partial
+        # every answered request is stored (10, or one or two more that were admitted concurrently);
+        # the held ones are not, and nothing is stored half-way
+        assert stored == sum(server.stats.paid.values()) >= 10
 
         server.drop_held()
         _finish_open_cycles(cfg_path, log)
