@@ -87,30 +87,31 @@ def export_snapshot(db: Database, cfg: Config, out: str | Path, *, batches: Sequ
                     overwrite: bool = False, tolerance: float = DEFAULT_TOLERANCE) -> ExportResult:
     """Write the snapshot folder ``out`` (and ``out``.zip). ``batches``: ids or labels (all when empty)."""
     folder = Path(out)
-    if folder.exists() and any(folder.iterdir()):
-        if not overwrite:
-            raise SnapshotError(f"{folder} exists and is not empty; choose another --out or pass --overwrite.")
-        shutil.rmtree(folder)
-    try:
-        batch_ids = store.resolve_batches(db, batches)
-        if not batch_ids:
-            raise SnapshotError("the store has no batch with responses yet; run `framewatch run-once` first.")
-        deps = store.resolve_deployments(db, batch_ids, deployments)
-    except store.SelectionError as exc:
-        raise SnapshotError(str(exc)) from exc
+    if folder.exists() and any(folder.iterdir()) and not overwrite:
+        raise SnapshotError(f"{folder} exists and is not empty; choose another --out or pass --overwrite.")
+    with store.consistent_read(db):
+        try:
+            batch_ids = store.resolve_batches(db, batches)
+            if not batch_ids:
+                raise SnapshotError("the store has no batch with responses yet; run `framewatch run-once` first.")
+            deps = store.resolve_deployments(db, batch_ids, deployments)
+        except store.SelectionError as exc:
+            raise SnapshotError(str(exc)) from exc
+        raw_rows = store.select_rows(db, batch_ids, deps)
+        types = {t: store.column_types(db, t) for t in raw_rows}
+        complete = {b: set(store.batch_deployments(db, b)) <= set(deps) for b in batch_ids}
     secrets = sorted(set(env_secrets(cfg.raw)) | set(secrets_in_env(cfg)))
-    raw_rows = store.select_rows(db, batch_ids, deps)
     raw_rows["deployments"] += _configured_deployments(cfg, set(deps) - {r["name"] for r in raw_rows["deployments"]})
     rows = {t: tables_mod.scrub_rows(t, r, secrets, with_text=with_text) for t, r in raw_rows.items()}
-    types = {t: store.column_types(db, t) for t in rows}
     frames = {t: tables_mod.frame(rows[t], types[t], t) for t in rows}
     frames.update(tables_mod.prompt_tables())
-    complete = {b: set(store.batch_deployments(db, b)) <= set(deps) for b in batch_ids}
     derived = tables_mod.derived_tables(frames["cells"], cfg, batch_ids)
     all_tables = {**{t: frames[t] for t in FILE_TABLES}, **derived}
     versions = _versions(cfg, batch_ids, deps, rows, with_text, complete, tolerance)
 
-    folder.mkdir(parents=True, exist_ok=True)
+    if folder.exists():
+        shutil.rmtree(folder)  # only now: a failed selection above leaves the previous snapshot in place
+    folder.mkdir(parents=True)
     try:
         _write_db(folder / "snapshot.db", rows)
         for name, df in all_tables.items():

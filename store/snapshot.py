@@ -8,7 +8,8 @@ is row-for-row what the live store had (after scrubbing by the caller).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from sqlite_utils import Database
 
@@ -90,6 +91,20 @@ def select_rows(db: Database, batch_ids: Sequence[str], deployments: Sequence[st
     feed_ids = sorted({a["feed_id"] for a in out["articles"] if a["feed_id"]})
     out["feeds"] = rows(f"select * from feeds where id in ({_marks(feed_ids)}) order by name", feed_ids)
     return {t: out[t] for t in SNAPSHOT_TABLES}
+
+
+@contextmanager
+def consistent_read(db: Database) -> Iterator[None]:
+    """One read transaction around all of a snapshot's reads: under WAL it sees a single committed state,
+    so a cycle the monitor commits half-way through an export cannot mix into it."""
+    if db.conn.in_transaction:
+        yield
+        return
+    db.conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        db.conn.execute("COMMIT")
 
 
 def column_types(db: Database, table: str) -> dict[str, type]:
