@@ -12,6 +12,13 @@ import click
 from monitor import config as config_mod
 from monitor.config import Config, ConfigError
 
+if __name__ == "__main__":  # pragma: no cover
+    # `python -m monitor.cli`: run the importable module instead. Command modules imported at the
+    # end of this file import `monitor.cli` by name; from __main__ that import would be circular.
+    from monitor.cli import main as _main
+
+    sys.exit(_main())
+
 
 def with_config(fn):
     """Add --config/--db and pass the loaded Config as the first argument; config errors exit 2 with their fix."""

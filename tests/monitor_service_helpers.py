@@ -117,11 +117,11 @@ class GrowingFeed:
 
 
 def start_monitor(config: Path, *extra: str, embedder: str = "fake", log: Path | None = None) -> subprocess.Popen:
-    """`framewatch monitor` as a child process (through monitor.cli:main, like the console script)."""
+    """`python -m monitor.cli monitor` as a child process."""
     env = {**os.environ, "FRAMEWATCH_EMBEDDER": embedder, "PYTHONUNBUFFERED": "1"}
     out = open(log, "ab") if log else subprocess.PIPE  # noqa: SIM115  (closed by the caller's process lifetime)
     return subprocess.Popen(
-        [sys.executable, "-c", "from monitor.cli import main; main()", "monitor", "--no-progress", "--config", str(config),
+        [sys.executable, "-m", "monitor.cli", "monitor", "--no-progress", "--config", str(config),
          *extra],
         cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT if log else subprocess.PIPE,
     )
