@@ -181,3 +181,23 @@ def test_dataset_status_counts_per_country(writer_db):
     assert mx["alpha"] == pytest.approx(krippendorff.alpha(reliability_data=np.array(matrix, dtype=float),
                                                            level_of_measurement="ordinal"))
     assert status.set_index("country").loc["ES"]["candidates"] == 0
+
+
+def test_stereo_settings_reject_typos_and_wrong_types():
+    from monitor import config as config_mod
+    from monitor.stereo.settings import settings
+
+    def cfg(stereo):
+        return config_mod.parse({"deployments": [{"name": "d", "provider": "local"}], "stereo": stereo}, where="t",
+                                base=config_mod.Path("."))
+
+    s = settings(cfg({"ratings_per_item": 5, "similarity_threshold": 1, "probe_deployments": ["d"]}))
+    assert (s.ratings_per_item, s.similarity_threshold, s.probe_deployments) == (5, 1.0, ("d",))
+    with pytest.raises(config_mod.ConfigError, match="did you mean 'ratings_per_item'"):
+        settings(cfg({"ratings_per_itme": 5}))
+    with pytest.raises(config_mod.ConfigError, match="wrong type"):
+        settings(cfg({"max_rounds": "5"}))
+    with pytest.raises(config_mod.ConfigError, match="no deployment named 'x'"):
+        settings(cfg({"probe_deployments": ["x"]}))
+    with pytest.raises(config_mod.ConfigError, match="similarity_threshold"):
+        settings(cfg({"similarity_threshold": 0}))

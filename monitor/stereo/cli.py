@@ -114,12 +114,16 @@ def probe(cfg: Config, deployments, countries, seed: int, limit) -> None:
 def status(cfg: Config) -> None:
     """Dataset status per country and the latest probe scores."""
     from monitor.stereo import report
-    from monitor.stereo import validate as v
     from prompts.stereo import load_catalog
     from store import stereo as store
 
     db = _db(cfg)
-    target = int(cfg.stereo.get("ratings_per_item", v.DEFAULT_RATINGS_PER_ITEM))
+    from monitor.stereo.settings import settings
+
+    try:
+        target = settings(cfg).ratings_per_item
+    except ConfigError as exc:
+        raise _fail(exc) from exc
     table = report.dataset_status(store.candidates(db), store.ratings(db), store.items(db), target,
                                   list(load_catalog().countries))
     click.echo(f"dataset (Likert target {target} ratings per candidate, kept when median > 2):")

@@ -30,14 +30,12 @@ from monitor.providers import get_provider
 from monitor.resilience import RateGate, RetryPolicy, call_with_retries
 from monitor.stereo import validate as v
 from monitor.stereo.embedding import Embedder, MiniLMEmbedder, from_blob, to_blob
+from monitor.stereo.settings import settings
 from monitor.stereo.text import candidate_text, normalise, parse_candidates
 from monitor.types import STATUS_ERROR, STATUS_OK, STATUS_REFUSAL, GenerationRequest
 from store import stereo as store
 
 DATASET = "generated"
-DEFAULT_MAX_ROUNDS = 5
-DEFAULT_SIMILARITY = 0.90
-DEFAULT_MAX_TOKENS = 256
 # Refusals specific to this task, beyond monitor.refusal's general ones.
 _TASK_REFUSAL = re.compile(
     r"\b(?:no\s+(?:puedo|voy\s+a|debo)\s+(?:generar|listar|enumerar|crear|escribir|proporcionar|promover|difundir|"
@@ -86,7 +84,7 @@ def build_request(cfg: Config, dep: DeploymentConfig, country: str, category: st
     intro = frames.intro.format(**fields)
     question = frames.perspectives[perspective].question.format(**fields)
     seed = int(make_id("stereo-seed", dep.seed, country, category, perspective, round_, length=8), 16) % (2**31 - 1)
-    common = dict(max_tokens=int(cfg.stereo.get("generate_max_tokens", DEFAULT_MAX_TOKENS)),
+    common = dict(max_tokens=settings(cfg).generate_max_tokens,
                   temperature=dep.temperature, top_p=dep.top_p, seed=seed)
     if dep.prompt_style == "completion":
         text = frames.completion.format(intro=intro, question=question, format=frames.format)
@@ -127,8 +125,9 @@ def generate(db: Database, cfg: Config, deployment: str, *, countries: Sequence[
         unknown = [c for c in chosen if c not in known]
         if unknown:
             raise ConfigError(f"unknown {name} {unknown}; known: {', '.join(known)} (see prompts/stereo/)")
-    rounds = int(max_rounds or cfg.stereo.get("max_rounds", DEFAULT_MAX_ROUNDS))
-    threshold = float(cfg.stereo.get("similarity_threshold", DEFAULT_SIMILARITY))
+    conf = settings(cfg)
+    rounds = int(max_rounds or conf.max_rounds)
+    threshold = conf.similarity_threshold
     embedder = embedder or MiniLMEmbedder()
     provider = provider or get_provider(dep)
     started = time.perf_counter()

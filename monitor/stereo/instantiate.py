@@ -23,6 +23,7 @@ from monitor.providers import get_provider
 from monitor.resilience import RateGate, RetryPolicy, call_with_retries
 from monitor.stereo import report
 from monitor.stereo import validate as v
+from monitor.stereo.settings import settings
 from monitor.stereo.text import clean
 from monitor.types import GenerationRequest
 from store import stereo as store
@@ -52,7 +53,7 @@ def draft_request(cfg: Config, dep: DeploymentConfig, candidate: dict) -> Genera
     chat = frames.chat.format(country=country.name if country else candidate["country"],
                               stereotype=candidate["text"], target_group=candidate["target_group"] or "—")
     seed = int(make_id("draft-seed", dep.seed, candidate["id"], length=8), 16) % (2**31 - 1)
-    common = dict(max_tokens=int(cfg.stereo.get("draft_max_tokens", 160)), temperature=dep.temperature,
+    common = dict(max_tokens=settings(cfg).draft_max_tokens, temperature=dep.temperature,
                   top_p=dep.top_p, seed=seed)
     if dep.prompt_style == "completion":
         return GenerationRequest(style="completion", prompt=frames.completion.format(chat=chat), messages=(),
@@ -78,7 +79,7 @@ def parse_draft(text: str, *, completion: bool = False) -> tuple[str, str, str] 
 
 
 def kept_without_items(db: Database, cfg: Config, countries: Sequence[str] = ()) -> list[dict]:
-    target = int(cfg.stereo.get("ratings_per_item", v.DEFAULT_RATINGS_PER_ITEM))
+    target = settings(cfg).ratings_per_item
     pool = store.kept_candidates_without_items(db)
     if countries:
         pool = pool[pool["country"].isin(list(countries))]

@@ -34,6 +34,7 @@ from monitor.providers import ProviderError, get_provider
 from monitor.resilience import RateGate, RetryPolicy, call_with_retries
 from monitor.stereo import report
 from monitor.stereo.logprobs import LogprobScorer, scorer_for
+from monitor.stereo.settings import settings
 from monitor.types import GenerationRequest
 from store import stereo as store
 
@@ -118,10 +119,11 @@ def probe(db: Database, cfg: Config, deployments: Sequence[str] | None = None, *
     """Probe ``deployments`` (default: ``[stereo] probe_deployments`` or all) on approved items."""
     from prompts.stereo import load_catalog, load_probe_frames
 
-    names = list(deployments or cfg.stereo.get("probe_deployments") or [d.name for d in cfg.deployments])
+    conf = settings(cfg)
+    names = list(deployments or conf.probe_deployments or [d.name for d in cfg.deployments])
     deps = [cfg.deployment(n) for n in names]
     items = store.probe_items(db, tuple(countries))
-    limit = limit if limit is not None else cfg.stereo.get("probe_max_items")
+    limit = limit if limit is not None else conf.probe_max_items
     if limit:
         items = items[: int(limit)]
     frames = load_probe_frames()
