@@ -23,7 +23,7 @@ NAVIGATION = {
     "Audit": [
         st.Page("pages/hotspots.py", title="Hotspots", icon=":material/local_fire_department:", url_path="hotspots"),
         st.Page("pages/bundle.py", title="Bundle", icon=":material/view_column:", url_path="bundle"),
-        st.Page("pages/review_queue.py", title="Review queue", icon=":material/rule:", url_path="review-queue"),
+        st.Page("pages/review_queue.py", title="Review queue", icon=":material/rule:", url_path="review_queue"),
         st.Page("pages/search.py", title="Search", icon=":material/search:", url_path="search"),
     ],
     "Operations": [

@@ -21,7 +21,13 @@ dep_b = right.selectbox("Deployment B", rest, index=rest.index(b_param) if b_par
 filters.set_param("a", dep_a)
 filters.set_param("b", dep_b)
 
-cmp = data.compare_cells(c.path, dep_a, dep_b, c.filters.cells(batch_id=c.filters.batch))
+batch_id = filters.selected_batch(c.batches, c.filters)
+if batch_id is None:
+    st.info("No batch falls in the chosen date range. Widen 'Batch dates' in the sidebar.")
+    st.stop()
+cmp = data.compare_cells(c.path, dep_a, dep_b, c.filters.cells(batch_id=batch_id))
+st.caption(f"Batch {c.batches.set_index('id').loc[batch_id, 'label']} (pick another under 'Batch' in the sidebar): "
+           "cells of the two deployments on the same article, prompt family, paraphrase and dimension.")
 if cmp.empty:
     st.info(f"{dep_a} and {dep_b} have no cell on the same article, family, paraphrase and dimension in this selection.")
     st.stop()

@@ -21,14 +21,11 @@ ranked = data.ranked_cells(c.path, cell_filter)
 
 st.caption(f"Batch {batch_label}. Squares: mean SCFS of the valid cells of each dimension x prompt family; the number "
            "is how many cells are significant after FDR (outlined in orange). Click a square to open its strongest bundle.")
-shared_range = (min(0.0, float(grid["mean"].min())), float(grid["mean"].max())) if grid["mean"].notna().any() else None
-for dep in sorted(grid["deployment"].unique()):
-    event = page.chart(c, charts.grid_heatmap(grid[grid["deployment"] == dep], title=f"{dep}: dimension x family",
-                                              color_range=shared_range),
-                       "hotspots.grid", key=f"grid_{dep}", selectable=True)
-    chosen = page.selected_cell(event)
-    if chosen:
-        page.open_bundle(chosen)
+event = page.chart(c, charts.grid_heatmap(grid, title=f"Dimension x prompt family per deployment, batch {batch_label}"),
+                   "hotspots.grid", key="grid", selectable=True)
+chosen = page.selected_cell(event)
+if chosen:
+    page.open_bundle(chosen)
 
 st.subheader(f"Significant cells, ranked by SCFS ({len(ranked)})")
 if ranked.empty:

@@ -317,5 +317,16 @@ def m_scoring_001_cell_details(db: Database) -> None:
     db["scores"].create_index(["scorer_version"])
 
 
+@migrations()
+def m_dashboard_003_read_indexes(db: Database) -> None:
+    # The dashboard's reads at scale (1M responses): a bundle's sibling cells, the compare join
+    # and search hits find their cells by this key; hotspot lists filter significant cells of a batch.
+    db["cells"].create_index(["batch_id", "deployment", "article_id", "family", "dimension", "paraphrase"],
+                             index_name="idx_cells_bundle_key", if_not_exists=True)
+    db["cells"].create_index(["batch_id", "significant", "scfs"], index_name="idx_cells_batch_significant",
+                             if_not_exists=True)
+    db["reviews"].create_index(["batch_id"], if_not_exists=True)
+
+
 def migrate(db: Database) -> None:
     migrations.apply(db)

@@ -161,6 +161,64 @@ def cell_values(db: Database, f: CellFilter) -> pd.DataFrame:
     """, params)
 
 
+GROUPABLE = {"batch_id": "c.batch_id", "deployment": "c.deployment", "dimension": "c.dimension",
+             "family": "c.family", "stratum": "a.stratum"}
+"""Columns an aggregate may be grouped by (name -> SQL expression)."""
+SUMMABLE = {"scfs": "c.scfs", "sent_range_corrected": "c.sent_range_corrected", "sent_mad_corrected": "c.sent_mad_corrected",
+            "s_minus_placebo": "c.s_minus_placebo", "s": "c.s", "n": "c.n"}
+"""Cell metrics an aggregate may average."""
+
+
+def cluster_sums(db: Database, f: CellFilter, by: Sequence[str], metrics: Sequence[str]) -> pd.DataFrame:
+    """Per group and per article: count and sum of each metric over the valid cells.
+
+    This is all a cluster bootstrap over articles needs (ui.stats.ci_from_cluster_sums), so
+    the dashboard never has to pull every cell into memory; rows come out sorted by group
+    and article id. Grouping by batch adds the batch's label and opening time.
+    """
+    unknown = [k for k in (*by, *metrics) if k not in GROUPABLE and k not in SUMMABLE]
+    if unknown:
+        raise ValueError(f"cannot aggregate by {unknown}")
+    params: dict = {}
+    where = _cell_where(f, params)
+    keys = [f"{GROUPABLE[k]} as {k}" for k in by]
+    extra = ["b.label as batch_label", "b.opened_at"] if "batch_id" in by else []
+    sums = [f"count({SUMMABLE[m]}) as n_{m}, sum({SUMMABLE[m]}) as sum_{m}" for m in metrics]
+    group = [GROUPABLE[k] for k in by]
+    return _df(db, f"""
+        select {', '.join([*keys, *extra, 'c.article_id', *sums])}
+        from cells c
+        join batches b on b.id = c.batch_id
+        left join articles a on a.id = c.article_id
+        where c.valid = 1 and {where}
+        group by {', '.join([*group, 'c.article_id'])}
+        order by {', '.join([*group, 'c.article_id'])}
+    """, params)
+
+
+def grid_counts(db: Database, f: CellFilter) -> pd.DataFrame:
+    """Per deployment x dimension x family: cells, significant cells and the cell a click opens
+    (the significant cell with the largest SCFS, else the largest SCFS)."""
+    params: dict = {}
+    where = _cell_where(f, params)
+    return _df(db, f"""
+        with ranked as (
+          select c.deployment, c.dimension, c.family, c.id, c.scfs, c.significant,
+                 row_number() over (partition by c.deployment, c.dimension, c.family
+                                    order by c.significant desc, c.scfs desc nulls last, c.id) as rn,
+                 count(*) over (partition by c.deployment, c.dimension, c.family) as cells,
+                 sum(c.significant) over (partition by c.deployment, c.dimension, c.family) as significant_cells
+          from cells c
+          join batches b on b.id = c.batch_id
+          left join articles a on a.id = c.article_id
+          where {where}
+        )
+        select deployment, dimension, family, cells, significant_cells as significant, id as top_cell_id, scfs as top_scfs
+        from ranked where rn = 1
+        order by deployment, dimension, family
+    """, params)
+
+
 def ranked_cells(db: Database, f: CellFilter, *, significant_only: bool = True, unreviewed_only: bool = False,
                  limit: int = 500) -> pd.DataFrame:
     """Cells ranked by SCFS (largest first) with article title and latest review verdict."""

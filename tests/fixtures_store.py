@@ -245,6 +245,7 @@ def _responses(w, rng, spec, prompts, dep, k, base, base_sent, direction, sent_s
                versions, article_index) -> list[dict]:
     """Write every response (+ score) of one article x family x paraphrase for one deployment."""
     strength = 0.10 if k % 2 == 0 else 0.05
+    created_at, scored_at = iso(opened + timedelta(minutes=5)), iso(opened + timedelta(minutes=9))
     results = []
     for p in prompts:
         row = p["row"]
@@ -278,13 +279,13 @@ def _responses(w, rng, spec, prompts, dep, k, base, base_sent, direction, sent_s
                 "id": rid, "prompt_id": row["id"], "deployment": dep, "sample_index": s, "seed": 1000 + s,
                 "run_id": run_id, "batch_id": batch_id, "status": status, "text": text, "error": error,
                 "model_reported": "gemma-3-270m-q4_k_m", "tokens_in": 80, "tokens_out": 0 if text is None else 40,
-                "cost": 0.0, "latency_s": 0.4, "created_at": iso(opened + timedelta(minutes=5)), "request_json": None,
+                "cost": 0.0, "latency_s": 0.4, "created_at": created_at, "request_json": None,
                 "frames_version": versions["frames"]})
             if status != "error":
                 w.add("scores", {"response_id": rid, "scorer_version": "synthetic-1",
                                  "sentiment": round(sent, 4) if english and status == "ok" else None,
                                  "language": "en" if english else "es", "is_english": int(english),
-                                 "embedding": vec.tobytes(), "scored_at": iso(opened + timedelta(minutes=9))})
+                                 "embedding": vec.tobytes(), "scored_at": scored_at})
             results.append({"control": row["control"], "dimension": row["dimension"], "key": key, "sample": s,
                             "status": status, "english": english, "vec": vec, "sent": sent})
     return results

@@ -151,9 +151,9 @@ def test_filters_come_from_the_url_and_go_back_to_it(monkeypatch, full_store):
     assert "No cell in this batch is significant" in texts(at)  # the planted effect is in the other deployment
     assert qp(at, "dep") == ["gemma-neutral"] and qp(at, "dim") == ["religion"]
 
-    # AppTest re-runs only the page after its first run (the entrypoint, which writes the URL,
-    # is skipped), so the widget -> URL step is checked by the browser test; here the widget
-    # change must reach the pages.
+    # AppTest runs a switched-to page without app.py (as a legacy multipage app, see
+    # ui.page._leave_legacy_multipage_mode), so the sidebar is driven on the first page; the
+    # widget -> URL step is checked by the browser test.
     at = make_app(monkeypatch, full_store, params={"dep": "gemma-neutral", "dim": "religion"})
     at.run()
     at.multiselect(key="w_dep").set_value(["gemma-plain"]).run()
@@ -294,21 +294,21 @@ def test_review_needs_a_reviewer_and_is_recorded_with_password(monkeypatch, writ
     at.switch_page("pages/bundle.py")
     at.query_params["cell"] = top["cell_id"]
     at.run()
-    assert "Reviews are off" in texts(at) and not at.radio
+    assert "Reviews are off" in texts(at) and not at.main.radio
 
     monkeypatch.setenv("FRAMEWATCH_REVIEWER_PASSWORD", "correct horse")
     at.run()
-    at.text_input[0].input("Ana")
-    at.text_input[1].input("wrong")
-    at.button[0].click().run()
+    at.main.text_input[0].input("Ana")
+    at.main.text_input[1].input("wrong")
+    at.main.button[0].click().run()
     assert "Wrong reviewer password" in texts(at)
-    at.text_input[0].input("Ana")
-    at.text_input[1].input("correct horse")
-    at.button[0].click().run()
+    at.main.text_input[0].input("Ana")
+    at.main.text_input[1].input("correct horse")
+    at.main.button[0].click().run()
     assert "Signed in as reviewer: Ana (password)" in texts(at)
-    at.radio[0].set_value("cultural_personalisation")
-    at.text_area[0].input("Answers adapt examples to the faith; no negative framing.")
-    next(b for b in at.button if b.label == "Record verdict").click().run()
+    at.main.radio[0].set_value("cultural_personalisation")
+    at.main.text_area[0].input("Answers adapt examples to the faith; no negative framing.")
+    next(b for b in at.main.button if b.label == "Record verdict").click().run()
     assert not at.exception
     ro = open_readonly(writable_store)
     reviews = list(ro.query("select cell_id, verdict, reviewer, auth_method, note from reviews"))
@@ -334,8 +334,8 @@ def test_review_through_oidc_sign_in(monkeypatch, writable_store):
     at.query_params["cell"] = top["cell_id"]
     at.run()
     assert "Signed in as reviewer: auditor@example.org (oidc)" in texts(at)
-    at.radio[0].set_value("noise")
-    next(b for b in at.button if b.label == "Record verdict").click().run()
+    at.main.radio[0].set_value("noise")
+    next(b for b in at.main.button if b.label == "Record verdict").click().run()
     ro = open_readonly(writable_store)
     assert [dict(r) for r in ro.query("select reviewer, auth_method, verdict from reviews")] == [
         {"reviewer": "auditor@example.org", "auth_method": "oidc", "verdict": "noise"}]
@@ -349,7 +349,7 @@ def test_oidc_configured_but_signed_out_offers_sign_in(monkeypatch, writable_sto
     at.switch_page("pages/bundle.py")
     at.query_params["cell"] = top_cell(writable_store)["cell_id"]
     at.run()
-    assert any(b.label == "Sign in to review" for b in at.button) and not at.radio
+    assert any(b.label == "Sign in to review" for b in at.main.button) and not at.main.radio
 
 
 def test_run_now_request_from_the_runs_page(monkeypatch, writable_store):
@@ -358,11 +358,11 @@ def test_run_now_request_from_the_runs_page(monkeypatch, writable_store):
     at.run()
     at.switch_page("pages/runs.py").run()
     assert "generate: ProviderError" in texts(at) or any("ProviderError" in c.value for c in at.code)
-    at.text_input[0].input("Lead")
-    at.text_input[1].input("pw")
-    at.button[0].click().run()
-    next(b for b in at.button if b.label == "Run a cycle now").click().run()
-    next(b for b in at.button if b.label == "Re-score this batch").click().run()
+    at.main.text_input[0].input("Lead")
+    at.main.text_input[1].input("pw")
+    at.main.button[0].click().run()
+    next(b for b in at.main.button if b.label == "Run a cycle now").click().run()
+    next(b for b in at.main.button if b.label == "Re-score this batch").click().run()
     ro = open_readonly(writable_store)
     rows = [dict(r) for r in ro.query("select kind, requested_by, status from requests order by kind")]
     ro.conn.close()

@@ -302,7 +302,7 @@ def test_chart_builders_return_titled_figures(ro):
     series = stats.batch_series(cells, "scfs")
     figs = [
         charts.series_with_bands(series, title="t", y_title="y"),
-        charts.grid_heatmap(stats.hotspot_grid(cells[cells["deployment"] == "gemma-plain"]), title="g"),
+        charts.grid_heatmap(stats.hotspot_grid(cells), title="g"),
         charts.stability_bars(stats.stability(series), title="s"),
         charts.batch_deployment_heatmap(series, title="h"),
         charts.tau_line(stats.rank_agreement(series), title="tau"),
@@ -312,7 +312,8 @@ def test_chart_builders_return_titled_figures(ro):
         assert isinstance(fig, go.Figure) and fig.layout.title.text
     bands = [t for t in figs[0].data if t.fill == "toself"]
     assert len(bands) == 2 and len([t for t in figs[0].data if t.mode == "lines+markers"]) == 2
-    grid_points = figs[1].data[0]
+    assert [t.name for t in figs[1].data] == ["gemma-neutral", "gemma-plain"]  # one panel per deployment
+    grid_points = figs[1].data[1]
     assert len(grid_points.x) == 6 * 2 and all(len(cd[0]) == 16 for cd in grid_points.customdata)
     empty = charts.series_with_bands(series.iloc[0:0], title="t", y_title="y")
     assert empty.layout.annotations[0].text.startswith("no valid cells")

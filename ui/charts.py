@@ -68,31 +68,44 @@ def series_with_bands(series: pd.DataFrame, *, title: str, y_title: str, zero_li
     return _layout(fig, title)
 
 
-def grid_heatmap(grid: pd.DataFrame, *, title: str, color_range: tuple[float, float] | None = None) -> go.Figure:
-    """Dimension x family squares coloured by mean SCFS; each square carries the cell it opens.
+def grid_heatmap(grid: pd.DataFrame, *, title: str, columns: int = 2) -> go.Figure:
+    """Dimension x family squares per deployment, coloured by mean SCFS on one shared scale.
 
-    Drawn as square scatter markers rather than a heatmap trace, because Streamlit's chart
-    selection works on points, so clicking a square selects it. Pass one ``color_range`` to
-    every deployment's grid so equal colours mean equal values across them.
+    Drawn as square scatter markers rather than heatmap traces, because Streamlit's chart
+    selection works on points: clicking a square selects it, and its customdata starts with
+    the id of the cell to open. One panel per deployment, all in one figure, so the browser
+    draws a single chart however many deployments there are.
     """
     if grid.empty:
         return empty(title, "no cells for this selection")
+    from plotly.subplots import make_subplots
+
     g = grid.copy()
     g["dim_label"] = g["dimension"].map(labels.dimension)
     g["fam_label"] = g["family"].map(labels.family)
-    lo, hi = color_range or (float(g["mean"].min()), float(g["mean"].max()))
-    fig = go.Figure(go.Scatter(
-        x=g["fam_label"], y=g["dim_label"], mode="markers+text",
-        marker=dict(symbol="square", size=46, color=g["mean"], colorscale=SEQUENTIAL, showscale=True, cmin=lo, cmax=hi,
-                    colorbar=dict(title="mean SCFS"), line=dict(width=g["significant"].gt(0).map({True: 3, False: 0}),
-                                                                 color="#D55E00")),
-        text=[f"{int(s)}" if s else "" for s in g["significant"]], textfont=dict(color="white"),
-        customdata=g[["top_cell_id", "dimension", "family", "significant", "cells", "ci_low", "ci_high"]].to_numpy(),
-        hovertemplate="%{y} x %{x}<br>mean SCFS %{marker.color:.4f}<br>95% CI [%{customdata[5]:.4f}, %{customdata[6]:.4f}]"
-                      "<br>%{customdata[3]} of %{customdata[4]} cells significant<extra>click to open the top bundle</extra>"))
-    fig.update_xaxes(type="category", title="prompt family")
-    fig.update_yaxes(type="category", title="dimension", autorange="reversed")
-    return _layout(fig, title, height=120 + 60 * g["dim_label"].nunique())
+    deps = sorted(g["deployment"].unique())
+    cols = min(columns, len(deps))
+    rows = -(-len(deps) // cols)
+    valid = g["mean"].dropna()
+    lo, hi = (min(0.0, float(valid.min())), float(valid.max())) if len(valid) else (0.0, 1.0)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=deps, horizontal_spacing=0.12,
+                        vertical_spacing=min(0.12, 0.5 / rows))
+    for i, dep in enumerate(deps):
+        d = g[g["deployment"] == dep]
+        fig.add_trace(go.Scatter(
+            x=d["fam_label"], y=d["dim_label"], mode="markers+text", name=str(dep), showlegend=False,
+            marker=dict(symbol="square", size=34, color=d["mean"], coloraxis="coloraxis",
+                        line=dict(width=d["significant"].gt(0).map({True: 3, False: 0}).tolist(), color="#D55E00")),
+            text=[f"{int(s)}" if s else "" for s in d["significant"]], textfont=dict(color="white"),
+            customdata=d[["top_cell_id", "dimension", "family", "significant", "cells", "ci_low", "ci_high"]].to_numpy(),
+            hovertemplate="<b>" + str(dep) + "</b><br>%{y} x %{x}<br>mean SCFS %{marker.color:.4f}<br>"
+                          "95% CI [%{customdata[5]:.4f}, %{customdata[6]:.4f}]<br>%{customdata[3]} of %{customdata[4]} "
+                          "cells significant<extra>click to open the top bundle</extra>"),
+            row=i // cols + 1, col=i % cols + 1)
+    fig.update_xaxes(type="category", tickangle=-30)
+    fig.update_yaxes(type="category", autorange="reversed")
+    fig.update_layout(coloraxis=dict(colorscale=SEQUENTIAL, cmin=lo, cmax=hi, colorbar=dict(title="mean SCFS")))
+    return _layout(fig, title, height=120 + rows * (70 + 42 * g["dim_label"].nunique()))
 
 
 def stability_bars(stab: pd.DataFrame, *, title: str) -> go.Figure:

@@ -104,22 +104,31 @@ def batch_summary(path: str, batch_id: str) -> dict:
         return q.batch_summary(db, batch_id)
 
 
+SERIES_METRICS = ("scfs", "sent_range_corrected")
+
+
 @_cached(max_entries=32)
-def cell_values(path: str, f: q.CellFilter) -> pd.DataFrame:
+def series_sums(path: str, f: q.CellFilter) -> pd.DataFrame:
+    """Per batch x deployment x article sums of the series metrics (one query for both charts)."""
     with _ro(path) as db:
-        return q.cell_values(db, f)
+        return q.cluster_sums(db, f, ("batch_id", "deployment"), SERIES_METRICS)
 
 
 @_cached(max_entries=32)
 def batch_series(path: str, f: q.CellFilter, value: str) -> pd.DataFrame:
-    """Per batch x deployment mean of a cell metric with its bootstrap CI."""
-    cells = cell_values(path, f)
-    return stats.batch_series(cells[["batch_id", "batch_label", "opened_at", "deployment", "article_id", "valid", value]], value)
+    """Per batch x deployment mean of a cell metric over valid cells, with its cluster-bootstrap CI."""
+    if value in SERIES_METRICS:
+        return stats.series_from_sums(series_sums(path, f), value)
+    with _ro(path) as db:
+        return stats.series_from_sums(q.cluster_sums(db, f, ("batch_id", "deployment"), (value,)), value)
 
 
 @_cached(max_entries=32)
 def hotspot_grid(path: str, f: q.CellFilter) -> pd.DataFrame:
-    return stats.hotspot_grid(cell_values(path, f))
+    with _ro(path) as db:
+        sums = q.cluster_sums(db, f, ("deployment", "dimension", "family"), ("scfs",))
+        counts = q.grid_counts(db, f)
+    return stats.grid_from_sums(sums, counts)
 
 
 @_cached(max_entries=32)

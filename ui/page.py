@@ -80,8 +80,28 @@ def frame(current_page) -> Ctx:
     return Ctx(path, state, f, v, options, batches)
 
 
+def _leave_legacy_multipage_mode() -> None:
+    """Make a deep link on a freshly started server go through app.py.
+
+    Streamlit treats an app with a `pages/` folder as a legacy multipage app until some
+    session runs st.navigation: the first request for /bundle?cell=... would run
+    pages/bundle.py on its own (no navigation, no shared filters). Clearing that flag and
+    re-running sends the request through app.py, whose page url_paths equal the file names (keep them so),
+    so the same page is resolved with its query parameters.
+    """
+    from streamlit import config
+    from streamlit.runtime.pages_manager import PagesManager
+
+    # AppTest resets the flag before every run, so there the rerun would only lose the
+    # run's button clicks; pages then run on their own, which the tests account for.
+    if PagesManager.uses_pages_directory and not config.get_option("global.appTest"):
+        PagesManager.uses_pages_directory = False
+        st.rerun()
+
+
 def ctx() -> Ctx:
     """What a page needs: the store, its state and the current filters (from the session, else the URL)."""
+    _leave_legacy_multipage_mode()
     path = data.db_path()
     state, options, batches = _store(path)
     f, v = filters.load_state(options, batches)

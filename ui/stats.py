@@ -90,6 +90,88 @@ def batch_series(cells: pd.DataFrame, value: str, *, resamples: int = RESAMPLES)
     return out.sort_values(["opened_at", "deployment"]).reset_index(drop=True)[cols]
 
 
+def ci_from_cluster_sums(sums: np.ndarray, counts: np.ndarray, *, resamples: int = RESAMPLES, level: float = CI_LEVEL,
+                         seed: int = SEED) -> tuple[float, float, float, int]:
+    """The cluster bootstrap of monitor.scoring.stats.bootstrap_mean, from per-cluster sums and counts.
+
+    Resampling whole articles only ever needs each article's sum and count, so the mean and
+    interval are the same as bootstrap_mean(values, clusters) when the clusters are given in
+    sorted order of their ids (its np.unique order): same draws, same numbers.
+    """
+    sums, counts = np.asarray(sums, dtype=float), np.asarray(counts, dtype=float)
+    keep = counts > 0
+    sums, counts = sums[keep], counts[keep]
+    n = int(counts.sum())
+    if n == 0:
+        return (float("nan"), float("nan"), float("nan"), 0)
+    mean = float(sums.sum() / n)
+    g = len(sums)
+    if g < 2:
+        return (mean, float("nan"), float("nan"), n)
+    weights = np.random.default_rng(seed).multinomial(g, np.full(g, 1.0 / g), size=resamples).astype(float)
+    boot = (weights @ sums) / np.maximum(weights @ counts, 1.0)
+    alpha = (1.0 - level) / 2.0
+    lo, hi = np.quantile(boot, [alpha, 1.0 - alpha])
+    return (mean, float(lo), float(hi), n)
+
+
+def grouped_ci_from_sums(sums: pd.DataFrame, by: Sequence[str], metric: str, *, resamples: int = RESAMPLES,
+                         level: float = CI_LEVEL, seed: int = SEED) -> pd.DataFrame:
+    """Rows of store.queries.cluster_sums -> one row per group: keys, mean, ci_low, ci_high, n.
+
+    Vectorised over groups: every group with g articles gets the same bootstrap weights
+    (a fresh generator with the same seed, as ci_from_cluster_sums draws them), so one
+    weight matrix per distinct g serves all those groups at once.
+    """
+    cols = [*by, "mean", "ci_low", "ci_high", "n"]
+    n_col, s_col = f"n_{metric}", f"sum_{metric}"
+    d = sums[sums[n_col] > 0].sort_values([*by, "article_id"]) if not sums.empty else sums
+    if d.empty:
+        return pd.DataFrame(columns=cols)
+    grouped = d.groupby(list(by), sort=True, dropna=False)
+    gid, pos = grouped.ngroup().to_numpy(), grouped.cumcount().to_numpy()
+    keys = grouped.size().reset_index()[list(by)]
+    size = np.bincount(gid)
+    smat = np.zeros((len(size), size.max()))
+    cmat = np.zeros_like(smat)
+    smat[gid, pos] = d[s_col].fillna(0).to_numpy(dtype=float)
+    cmat[gid, pos] = d[n_col].to_numpy(dtype=float)
+    n = cmat.sum(axis=1)
+    mean = smat.sum(axis=1) / n
+    lo, hi = np.full(len(size), np.nan), np.full(len(size), np.nan)
+    alpha = (1.0 - level) / 2.0
+    for g in np.unique(size[size >= 2]):
+        rows = size == g
+        w = np.random.default_rng(seed).multinomial(g, np.full(g, 1.0 / g), size=resamples).astype(float)
+        boot = (smat[rows, :g] @ w.T) / np.maximum(cmat[rows, :g] @ w.T, 1.0)
+        lo[rows], hi[rows] = np.quantile(boot, [alpha, 1.0 - alpha], axis=1)
+    out = keys.assign(mean=mean, ci_low=lo, ci_high=hi, n=n.astype(int))
+    return out[cols]
+
+
+def series_from_sums(sums: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Per batch x deployment mean with CI (the columns of batch_series) from cluster sums."""
+    cols = ["batch_id", "batch_label", "opened_at", "deployment", "mean", "ci_low", "ci_high", "n"]
+    if sums.empty:
+        return pd.DataFrame(columns=cols)
+    out = grouped_ci_from_sums(sums, ["batch_id", "batch_label", "opened_at", "deployment"], metric)
+    out = out[out["n"] > 0]
+    return out.sort_values(["opened_at", "deployment"]).reset_index(drop=True)[cols]
+
+
+def grid_from_sums(sums: pd.DataFrame, counts: pd.DataFrame) -> pd.DataFrame:
+    """The hotspot grid (columns of hotspot_grid) from cluster sums and store.queries.grid_counts."""
+    keys = ["deployment", "dimension", "family"]
+    cols = [*keys, "mean", "ci_low", "ci_high", "n", "cells", "significant", "top_cell_id", "top_scfs"]
+    if counts.empty:
+        return pd.DataFrame(columns=cols)
+    agg = grouped_ci_from_sums(sums, keys, "scfs") if not sums.empty else pd.DataFrame(
+        columns=[*keys, "mean", "ci_low", "ci_high", "n"])
+    out = counts.merge(agg, on=keys, how="left")
+    out["n"] = out["n"].fillna(0).astype(int)
+    return out[cols]
+
+
 def stability(series: pd.DataFrame) -> pd.DataFrame:
     """Per deployment: batches, mean of batch means, SD and CV across batches.
 

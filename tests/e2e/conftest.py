@@ -6,6 +6,7 @@ apt). Without /usr/bin/chromium every browser test is skipped with the reason.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -66,28 +67,40 @@ def e2e_store(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def dashboard_url(e2e_store, browser):
+@contextlib.contextmanager
+def running_dashboard(db: Path):
+    """`streamlit run app.py` on a free 127.0.0.1 port over ``db``; yields its URL and stops it after."""
     from ui.serve import dashboard_command
 
     port = _free_port()
-    env = {**os.environ, "FRAMEWATCH_DB": str(e2e_store), "FRAMEWATCH_REVIEWER_PASSWORD": "e2e-password"}
-    log = (tmp_path := e2e_store.parent / "streamlit.log").open("w")
-    proc = subprocess.Popen(dashboard_command(port), cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, proc)
-        yield url
-    finally:
-        proc.terminate()
+    env = {**os.environ, "FRAMEWATCH_DB": str(db), "FRAMEWATCH_REVIEWER_PASSWORD": "e2e-password"}
+    log_path = db.parent / f"streamlit-{port}.log"
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(dashboard_command(port), cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}"
         try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-        if proc.returncode not in (0, -15, None):
-            print(tmp_path.read_text()[-4000:])
+            _wait_healthy(url, proc)
+            yield url
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture(scope="session")
+def dashboard_url(e2e_store, browser):
+    with running_dashboard(e2e_store) as url:
+        yield url
+
+
+@pytest.fixture
+def fresh_dashboard_url(e2e_store, browser):
+    """A server no browser has talked to yet (its first request decides how Streamlit routes)."""
+    with running_dashboard(e2e_store) as url:
+        yield url
 
 
 @pytest.fixture

@@ -97,6 +97,21 @@ def test_auditor_goes_from_overview_to_a_bundle_and_shares_it(page, dashboard_ur
         fresh.context.close()
 
 
+def test_a_shared_bundle_link_works_as_the_first_request_to_a_fresh_server(page, fresh_dashboard_url, e2e_store):
+    top = top_hotspot(e2e_store)
+    page.goto(f"{fresh_dashboard_url}/bundle?cell={top['cell_id']}&dim=religion")
+    wait_for_app(page)
+    heading(page, "Bundle").wait_for()
+    page.get_by_text(HOSTILE_TITLE, exact=True).first.wait_for()
+    for text in top["texts"]:
+        assert page.get_by_text(text, exact=True).count() >= 1
+    sidebar = page.get_by_test_id("stSidebar")
+    sidebar.get_by_text("Filters").wait_for()  # served through app.py: shared filters and the sectioned navigation
+    assert sidebar.get_by_text("Audit", exact=True).count() == 1
+    query = parse_qs(urlparse(page.url).query)
+    assert query["cell"] == [top["cell_id"]] and query["dim"] == ["religion"]
+
+
 def test_a_heatmap_square_opens_its_bundle(page, dashboard_url, e2e_store):
     page.goto(f"{dashboard_url}/hotspots?dep=gemma-plain")
     wait_for_app(page)
