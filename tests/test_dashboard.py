@@ -328,3 +328,32 @@ def test_dashboard_command_binds_loopback_and_finds_app():
     assert app_path().name == "app.py" and app_path().exists()
     assert cmd[1:4] == ["-m", "streamlit", "run"] and cmd[cmd.index("--server.address") + 1] == "127.0.0.1"
     assert cmd[cmd.index("--server.port") + 1] == "8599" and cmd[cmd.index("--server.headless") + 1] == "true"
+
+
+def test_aggregates_from_cluster_sums_equal_the_monitors_bootstrap(ro):
+    """The dashboard sums per article in SQL; the interval must be the monitor's, number for number."""
+    engine = pytest.importorskip("monitor.scoring.stats")
+    sums = q.cluster_sums(ro, q.CellFilter(), ("batch_id", "deployment"), ("scfs",))
+    series = stats.series_from_sums(sums, "scfs")
+    cells = q.cell_values(ro, q.CellFilter())
+    for row in series.itertuples():
+        group = cells[(cells["batch_id"] == row.batch_id) & (cells["deployment"] == row.deployment) & (cells["valid"] == 1)]
+        iv = engine.bootstrap_mean(group["scfs"].to_numpy(dtype=float), group["article_id"].to_numpy())
+        assert (row.mean, row.ci_low, row.ci_high, row.n) == pytest.approx((iv.mean, iv.low, iv.high, iv.n))
+    assert stats.batch_series(cells, "scfs")[["mean", "n"]].to_numpy() == pytest.approx(series[["mean", "n"]].to_numpy())
+
+
+def test_cluster_sums_and_grid_counts_follow_the_filters(ro):
+    with pytest.raises(ValueError, match="cannot aggregate"):
+        q.cluster_sums(ro, q.CellFilter(), ("deployment; drop table cells",), ("scfs",))
+    sums = q.cluster_sums(ro, q.CellFilter(dimensions=("religion",)), ("deployment", "dimension", "family"), ("scfs",))
+    assert set(sums["dimension"]) == {"religion"} and sums["n_scfs"].sum() > 0
+    batch = q.batches(ro).iloc[-1]["id"]
+    counts = q.grid_counts(ro, q.CellFilter(batch_ids=(batch,)))
+    assert len(counts) == 2 * 6 * 2 and counts["cells"].sum() == len(q.cell_values(ro, q.CellFilter(batch_ids=(batch,))))
+    grid = stats.grid_from_sums(q.cluster_sums(ro, q.CellFilter(batch_ids=(batch,)), ("deployment", "dimension", "family"),
+                                               ("scfs",)), counts)
+    religion = grid[(grid["deployment"] == "gemma-plain") & (grid["dimension"] == "religion")]
+    assert (religion["significant"] > 0).all() and religion["mean"].gt(0.1).all()
+    one = stats.ci_from_cluster_sums(np.array([2.0]), np.array([2.0]))
+    assert one[0] == 1.0 and math.isnan(one[1])
