@@ -246,3 +246,19 @@ def test_annotator_password_when_configured(store_path, monkeypatch):
     at.text_input(key="ob_pw").input("s3cret")
     at.button[0].click().run()
     assert "annotator" in at.query_params
+
+
+def test_stereo_charts_mark_the_fifty_percent_line_and_intervals():
+    import pandas as pd
+
+    from ui import stereo_charts
+
+    scores = pd.DataFrame([{"deployment": "d", "country": "MX", "n_items": 10, "n_valid": 9, "n_invalid": 1,
+                            "n_error": 0, "wins": 6, "share": 6 / 9, "lo": 0.35, "hi": 0.88}])
+    fig = stereo_charts.country_bars(scores, {"MX": "México"}, title="t")
+    assert fig.data[0].x == ("México",) and fig.data[0].error_y.array[0] == pytest.approx(0.88 - 6 / 9)
+    assert any(s.y0 == 0.5 for s in fig.layout.shapes)
+    heat = stereo_charts.category_heatmap(scores.assign(category="gender"), {"gender": "gender"}, {"MX": "México"}, title="h")
+    assert heat.data[0].zmid == 0.5 and "n=9" in heat.data[0].text[0][0]
+    empty = stereo_charts.country_bars(scores.iloc[0:0], {}, title="e")
+    assert "no valid probe answers" in empty.layout.annotations[0].text

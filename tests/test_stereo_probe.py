@@ -169,6 +169,15 @@ def test_loglik_deployments_compare_length_normalised_scores(writer_db):
     assert results["stereo_first"].isna().all()
 
 
+def test_loglik_context_carries_the_deployments_system_prompt():
+    from monitor.stereo.probe import loglik_context
+
+    cfg = _cfg({"name": "plain", "provider": "local"}, {"name": "neutral", "provider": "local", "system_prompt": "Sé neutral."})
+    item = {"context": "Mi vecino es gitano."}
+    assert loglik_context(cfg.deployment("plain"), item) == "Mi vecino es gitano."
+    assert loglik_context(cfg.deployment("neutral"), item) == "Sé neutral.\n\nMi vecino es gitano."
+
+
 def test_method_follows_the_deployments_capabilities():
     cfg = _cfg({"name": "l", "provider": "local"}, CHAT,
                {"name": "o", "provider": "openai", "base_url": "http://x/v1", "model": "m", "supports_logprobs": True},
@@ -255,6 +264,7 @@ def test_probe_public_entry_point_and_cli(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # ~1 min on two idle cores; llama.cpp threads slow down sharply on an oversubscribed CPU
 def test_local_gemma_probe_over_the_demo_seed_is_deterministic(writer_db):
     load_demo_seed(writer_db)
     cfg = config_mod.load(None)

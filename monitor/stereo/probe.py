@@ -176,14 +176,21 @@ def _plain(row: dict) -> dict:
     return {k: (None if isinstance(v, float) and pd.isna(v) else v) for k, v in row.items()}
 
 
+def loglik_context(dep: DeploymentConfig, item: dict) -> str:
+    """The text both continuations are scored after: the deployment's system prompt (part of what
+    is deployed) and the item's context."""
+    return f"{dep.system_prompt.strip()}\n\n{item['context']}" if dep.system_prompt.strip() else item["context"]
+
+
 def _loglik(dep: DeploymentConfig, scorer: LogprobScorer, item: dict) -> dict:
-    row = {"method": METHOD_LOGLIK, "stereo_first": None, "prompt": item["context"]}
+    context = loglik_context(dep, item)
+    row = {"method": METHOD_LOGLIK, "stereo_first": None, "prompt": context}
     try:
         if hasattr(scorer, "score_pair"):
-            s, c = scorer.score_pair(item["context"], item["stereotype_sentence"], item["counter_sentence"])
+            s, c = scorer.score_pair(context, item["stereotype_sentence"], item["counter_sentence"])
         else:
-            s = scorer.score(item["context"], item["stereotype_sentence"])
-            c = scorer.score(item["context"], item["counter_sentence"])
+            s = scorer.score(context, item["stereotype_sentence"])
+            c = scorer.score(context, item["counter_sentence"])
     except (ProviderError, ValueError) as exc:
         return {**row, "outcome": ERROR, "stereo_wins": None, "error": str(exc)}
     row.update({"lp_stereo": s.mean, "lp_counter": c.mean, "n_tok_stereo": s.n_tokens, "n_tok_counter": c.n_tokens,
