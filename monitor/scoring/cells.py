@@ -25,7 +25,7 @@ from monitor.scoring.sentiment import vader_version
 
 FRAMING_VERSION = "framing-1"
 SCORER_VERSION: str = f"{MINILM_NAME}+vader-{vader_version()}+{FRAMING_VERSION}"
-ARTICLES_PER_CHUNK = 64
+ARTICLES_PER_CHUNK = 16  # bounds memory: the full grid is ~2,200 answers per article and deployment pair
 WRITE_CHUNK = 1000
 
 CELL_COLUMNS = (
