@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from monitor.scoring import aggregate
+from monitor.scoring import aggregate, stats
 
 
 def _cells(seed: int = 0) -> pd.DataFrame:
@@ -83,6 +83,12 @@ def test_hotspot_groups_flag_only_the_planted_group_with_its_identities():
     assert groups.far_identities.str.startswith("religion.muslim").all()
     everything = aggregate.hotspot_groups(_cells(), only_significant=False, top=None, n_boot=50)
     assert len(everything) == 3 * 2 * 2 * 2 and everything.significant.sum() == 6
+    cells = _cells()
+    for row in everything.head(4).itertuples():
+        own = cells[(cells.batch_id == row.batch_id) & (cells.deployment == row.deployment)
+                    & (cells.dimension == row.dimension) & (cells.family == row.family)]
+        assert row.p_value == pytest.approx(stats.fisher_combine(own.p_value.to_numpy()))
+        assert row.n_cells == row.n_tested == len(own)
 
 
 def test_compare_strata():

@@ -105,10 +105,15 @@ def hotspot_groups(cells: pd.DataFrame, *, fdr: float = 0.10, top: int | None = 
             "q_value", "significant", "far_identities", "low_identities", "high_identities"]
     if cells.empty:
         return pd.DataFrame(columns=cols)
-    grouped = cells.groupby(keys, sort=True, dropna=False)
-    summary = grouped.agg(n_cells=("id", "size"), n_tested=("p_value", "count"), mean=(metric, "mean")).reset_index()
-    summary["n_significant_cells"] = grouped.apply(lambda g: int(_significant(g).sum()), include_groups=False).to_numpy()
-    summary["p_value"] = grouped["p_value"].apply(lambda p: stats.fisher_combine(p.to_numpy(dtype=float))).to_numpy()
+    p = pd.to_numeric(cells["p_value"], errors="coerce")
+    work = cells.assign(_sig=_significant(cells).astype(int), _chi=-2.0 * np.log(p.clip(lower=1e-300)))
+    grouped = work.groupby(keys, sort=True, dropna=False)
+    summary = grouped.agg(n_cells=("id", "size"), n_tested=("p_value", "count"), mean=(metric, "mean"),
+                          n_significant_cells=("_sig", "sum"), chi=("_chi", "sum")).reset_index()
+    # Fisher: -2 sum ln p ~ chi-square(2k) over the k tested cells of the group.
+    summary["p_value"] = [stats.chi2_sf_even(x, 2 * k) if k else np.nan
+                          for x, k in zip(summary["chi"], summary["n_tested"], strict=True)]
+    summary = summary.drop(columns=["chi"])
     summary["q_value"] = np.nan
     for _, idx in summary.groupby("batch_id", dropna=False).groups.items():
         summary.loc[idx, "q_value"] = stats.benjamini_hochberg(summary.loc[idx, "p_value"].to_numpy())
