@@ -54,6 +54,7 @@ def test_parse_candidates_handles_lists_headings_and_separators():
     assert parse_candidates(raw) == [("Las mujeres", "conducen mal"), ("Los hombres", "no lloran"),
                                      ("gitanos", "venden en mercadillos"), ("", "Los jóvenes son vagos")]
     assert normalise("  Las MUJERES: ¡Conducen mal!  ") == "las mujeres conducen mal"
+    assert parse_candidates("¿Cómo se hacen?\n- <b>Grupo 1:</b> personas mayores\n¿Qué es?") == [("Grupo 1", "personas mayores")]
 
 
 def test_requests_are_spanish_and_differ_by_perspective():

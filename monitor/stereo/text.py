@@ -6,6 +6,7 @@ import re
 import unicodedata
 
 _BULLET = re.compile(r"^\s*(?:[-*•·–—]+|\(?\d{1,3}[.)\]:-]|\(?[a-zA-Z][.)])\s*")
+_TAG = re.compile(r"</?[a-zA-Z][^>]{0,40}>")
 _QUOTES = "\"'«»“”‘’`"
 _SEPARATORS = (":", " — ", " – ", " - ", " = ", " → ", " -> ")
 MAX_CANDIDATE_CHARS = 300
@@ -25,13 +26,17 @@ def clean(text: str) -> str:
 def parse_candidates(raw: str) -> list[tuple[str, str]]:
     """(target group, stereotype) pairs from a list answer, one per line, ``grupo: estereotipo``.
 
-    A line without a separator is kept with an empty group; headings, empty lines and lines
-    without a letter are dropped; markdown emphasis and numbering are stripped.
+    A line without a separator is kept with an empty group; headings, questions, empty lines
+    and lines without a letter are dropped; markdown emphasis, HTML tags and numbering are
+    stripped.
     """
     out: list[tuple[str, str]] = []
     for line in (raw or "").splitlines():
+        line = _TAG.sub("", line)
         line = _BULLET.sub("", line.replace("**", "").replace("__", "")).strip()
         if not re.search(r"[^\W\d_]", line) or len(line) > MAX_CANDIDATE_CHARS:
+            continue
+        if line.startswith("¿") or line.endswith("?"):  # a question the model asked itself, not a stereotype
             continue
         group, text = "", line
         for sep in _SEPARATORS:
