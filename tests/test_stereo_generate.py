@@ -203,4 +203,4 @@ def test_real_minilm_dedups_near_identical_spanish_candidates(writer_db):
     assert texts == ["las mujeres: conducen mal", "las personas mayores: no saben usar el móvil", "los hombres: no lloran"]
     assert rep.cells[0].rounds == 3
     emb = next(writer_db.query("select embedder, length(embedding) as n from stereo_candidates limit 1"))
-    assert emb == {"embedder": "all-MiniLM-L6-v2", "n": 384 * 4}
+    assert emb == {"embedder": "minilm-l6-v2", "n": 384 * 4}

