@@ -168,7 +168,8 @@ def run_validation(*, runs: int = 20, dimension: str = "religion", effect: float
 def power_curve(effects: tuple[float, ...], **kwargs) -> list[dict]:
     """Power and FDP at several effect sizes (null rate is reported by each point as well)."""
     return [{"effect": e, **{k: v for k, v in run_validation(effect=e, **kwargs).items()
-                             if k in ("power", "power_min", "false_positive_rate", "false_discovery_proportion_effect_runs",
+                             if k in ("power", "power_min", "group_power", "false_positive_rate",
+                                      "false_discovery_proportion_effect_runs", "null_p_at_most_0_05",
                                       "mean_scfs_target", "mean_n")}} for e in effects]
 
 

@@ -19,6 +19,8 @@ slot, and a statistic that needs two values returns NaN ("undefined") instead of
 from __future__ import annotations
 
 import math
+import warnings
+from contextlib import contextmanager
 from functools import cache
 
 import numpy as np
@@ -126,18 +128,12 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return np.vectorize(math.erf, otypes=[float])(x)
 
 
-class _quiet:
+@contextmanager
+def _quiet():
     """Silence numpy's 'mean of empty slice' warnings: empty slices are expected and become NaN."""
-
-    def __enter__(self):
-        import warnings
-
-        self._ctx = warnings.catch_warnings()
-        self._ctx.__enter__()
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-
-    def __exit__(self, *exc):
-        return self._ctx.__exit__(*exc)
+        yield
 
 
 def difference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
