@@ -324,3 +324,34 @@ def test_completion_endpoint_logprobs_match_in_process_scores(tmp_path):
         proc.terminate()
         proc.wait(timeout=15)
         log.close()
+
+
+def test_an_interrupted_run_stays_running_and_resumes(writer_db):
+    _synthetic_items(writer_db, 6)
+    calls = {"n": 0}
+
+    def answer(req):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise KeyboardInterrupt
+        return "A"
+
+    with pytest.raises(KeyboardInterrupt):
+        probe(writer_db, _cfg(), seed=5, provider_factory=lambda dep: Scripted(answer))
+    (run,) = store.probe_runs(writer_db).to_dict("records")
+    assert run["status"] == "running" and run["n_results"] == 3
+    again = probe(writer_db, _cfg(), seed=5, run_id=run["id"], provider_factory=lambda dep: Scripted(lambda r: "A"))
+    assert again.results == 3 and store.probe_runs(writer_db)["status"].tolist() == ["done"]
+    assert len(store.probe_results(writer_db, run_id=run["id"])) == 6
+
+
+def test_a_failing_run_is_marked_failed(writer_db):
+    _synthetic_items(writer_db, 2)
+
+    def boom(dep):
+        raise config_mod.ConfigError("deployment 'chat-a': environment variable KEY is not set")
+
+    with pytest.raises(config_mod.ConfigError):
+        probe(writer_db, _cfg(), provider_factory=boom)
+    run = store.probe_runs(writer_db).iloc[0]
+    assert run["status"] == "failed" and "KEY is not set" in run["error"]

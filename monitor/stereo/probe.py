@@ -162,7 +162,7 @@ def probe(db: Database, cfg: Config, deployments: Sequence[str] | None = None, *
                 stored += 1
                 if echo and n % 10 == 0:
                     echo(f"{dep.name}: {n}/{len(items)} items")
-    except BaseException as exc:
+    except Exception as exc:  # an interrupt (SIGINT, SystemExit) leaves the run 'running': the monitor resumes it
         store.finish_probe_run(db, run_id, status="failed", error=f"{type(exc).__name__}: {exc}")
         raise
     store.finish_probe_run(db, run_id, status="done")
