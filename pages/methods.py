@@ -7,6 +7,7 @@ import streamlit as st
 from ui import page
 from ui.glossary import GLOSSARY
 
+page.ctx()  # no data needed, but a deep link must still go through app.py (see ui.page.ctx)
 st.title("Methods")
 page.caveat()
 

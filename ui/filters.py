@@ -269,7 +269,3 @@ def sidebar(options: Mapping[str, Sequence[str]], batches: pd.DataFrame,
     f, v = st.session_state[_FILTERS], st.session_state[_VIEW]
     write_url(f, v)
     return f, v
-
-
-def with_batch(f: Filters, batch_id: str | None) -> Filters:
-    return replace(f, batch=batch_id)
