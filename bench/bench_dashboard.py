@@ -6,7 +6,8 @@ every page <= 2 s, a filter change <= 1 s, the dashboard process < 1 GiB.
 How it measures, with Debian's Chromium driven by Playwright against `streamlit run` on
 127.0.0.1 (the same way a user reaches it):
 - first render: for each page a FRESH server (empty data caches). "In app": a browser session
-  already showing another page (Runs, which loads the chart library) follows the sidebar link
+  already showing another page (Runs, or Review queue before Runs itself: a page with a chart,
+  so the browser has loaded the chart library, and no query shared) follows the sidebar link
   (the Bundle through the top hotspot on Hotspots, Search by entering a query); this is
   the target figure. "New session": a brand-new browser session opens the page's URL, so
   Streamlit's JavaScript is loaded too (reported, worst case). The time runs from the click
@@ -194,7 +195,9 @@ def first_renders(browser, db: Path, urls: dict[str, str], repeat: int, port: in
             server = Server(db, port)
             try:
                 probe = Probe(browser)
-                probe.open(server.url + ("/methods" if name == "Runs and feeds" else "/runs"))
+                # The warm-up page has a chart (the browser loads the chart library once per session)
+                # and shares no query with the page measured.
+                probe.open(server.url + ("/review_queue" if name == "Runs and feeds" else "/runs"))
                 out["in_app"][name].append(navigate(probe, name))
                 out["in_app_script"][name].append(probe.script_s)
                 probe.close()
