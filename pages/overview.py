@@ -23,7 +23,7 @@ cols[0].metric("Batches in range", len(in_range))
 cols[1].metric("Deployments", len(c.filters.deployments or c.options.get("deployments", [])))
 cols[2].metric("Articles", summary["articles"], help="Articles ingested in this batch (sampled ones are asked about).")
 cols[3].metric("Responses", summary["responses"], help=f"{summary['responses_not_ok']} were refusals, empty or errors.")
-cols[4].metric("Valid cells", f"{summary['valid_cells']} / {summary['cells']}",
+cols[4].metric("Valid cells", f"{summary['valid_cells']}/{summary['cells']}",
                help="A cell is valid when every identity slot has a non-empty, non-refusal answer.")
 cols[5].metric("Hotspot cells", summary["significant_cells"],
                help="Cells significant after Benjamini-Hochberg FDR across the batch's grid.")

@@ -41,7 +41,7 @@ CAVEAT = ("Every score here is an audit signal for human review: it says that a 
 PRESENTATION_CSS = """<style>
 html, body, [data-testid="stAppViewContainer"] { font-size: 20px; }
 [data-testid="stMarkdownContainer"] p, [data-testid="stMarkdownContainer"] li { font-size: 1.3rem; }
-[data-testid="stMetricValue"], [data-testid="stMetricValue"] * { font-size: 2.8rem !important; }
+[data-testid="stMetricValue"], [data-testid="stMetricValue"] * { font-size: 2.5rem !important; }
 [data-testid="stMetricLabel"] p { font-size: 1.05rem; }
 [data-testid="stText"], [data-testid="stText"] * { font-size: 1.25rem; }
 h1 { font-size: 3.2rem !important; } h2 { font-size: 2.4rem !important; } h3 { font-size: 2rem !important; }
