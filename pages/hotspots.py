@@ -19,7 +19,7 @@ cell_filter = c.filters.cells(batch_id=batch_id)
 grid = data.hotspot_grid(c.path, cell_filter)
 ranked = data.ranked_cells(c.path, cell_filter)
 
-st.caption(f"Batch {batch_label}. Squares: mean SCFS of the valid cells of each dimension x prompt family; the number "
+st.caption(f"Batch {batch_label}. Squares: mean SCFS of the cells of each dimension x prompt family (invalid cells included where SCFS is defined); the number "
            "is how many cells are significant after FDR (outlined in orange). Click a square to open its strongest bundle.")
 event = page.chart(c, charts.grid_heatmap(grid, title=f"Dimension x prompt family per deployment, batch {batch_label}"),
                    "hotspots.grid", key="grid", selectable=True)

@@ -170,11 +170,13 @@ SUMMABLE = {"scfs": "c.scfs", "sent_range_corrected": "c.sent_range_corrected", 
 
 
 def cluster_sums(db: Database, f: CellFilter, by: Sequence[str], metrics: Sequence[str]) -> pd.DataFrame:
-    """Per group and per article: count and sum of each metric over the valid cells.
+    """Per group and per article: count and sum of each metric over the cells where it is defined.
 
-    This is all a cluster bootstrap over articles needs (ui.stats.ci_from_cluster_sums), so
-    the dashboard never has to pull every cell into memory; rows come out sorted by group
-    and article id. Grouping by batch adds the batch's label and opening time.
+    Invalid cells with a defined metric are included, as in monitor.scoring.aggregate
+    (docs/METHODS.md, "Aggregates"). Counts and sums are all a cluster bootstrap over
+    articles needs (ui.stats.ci_from_cluster_sums), so the dashboard never pulls every cell
+    into memory; rows come out sorted by group and article id. Grouping by batch adds the
+    batch's label and opening time.
     """
     unknown = [k for k in (*by, *metrics) if k not in GROUPABLE and k not in SUMMABLE]
     if unknown:
@@ -193,7 +195,7 @@ def cluster_sums(db: Database, f: CellFilter, by: Sequence[str], metrics: Sequen
     out = _df(db, f"""
         select {', '.join([*keys, 'c.article_id', *sums])}
         from cells c {' '.join(joins)}
-        where c.valid = 1 and {where}
+        where {where}
         group by {group}
         order by {group}
     """, params)

@@ -316,7 +316,7 @@ def test_chart_builders_return_titled_figures(ro):
     grid_points = figs[1].data[1]
     assert len(grid_points.x) == 6 * 2 and all(len(cd[0]) == 16 for cd in grid_points.customdata)
     empty = charts.series_with_bands(series.iloc[0:0], title="t", y_title="y")
-    assert empty.layout.annotations[0].text.startswith("no valid cells")
+    assert empty.layout.annotations[0].text.startswith("no scored cells")
     assert charts.download_config("x", "svg")["toImageButtonOptions"]["format"] == "svg"
     assert charts.download_config("x", "gif")["toImageButtonOptions"]["format"] == "png"
 
@@ -330,17 +330,35 @@ def test_dashboard_command_binds_loopback_and_finds_app():
     assert cmd[cmd.index("--server.port") + 1] == "8599" and cmd[cmd.index("--server.headless") + 1] == "true"
 
 
-def test_aggregates_from_cluster_sums_equal_the_monitors_bootstrap(ro):
-    """The dashboard sums per article in SQL; the interval must be the monitor's, number for number."""
-    engine = pytest.importorskip("monitor.scoring.stats")
-    sums = q.cluster_sums(ro, q.CellFilter(), ("batch_id", "deployment"), ("scfs",))
-    series = stats.series_from_sums(sums, "scfs")
+def test_aggregates_from_cluster_sums_equal_the_monitors_aggregates(ro):
+    """The dashboard sums per article in SQL; means and intervals must be the monitor's, number for number."""
+    aggregate = pytest.importorskip("monitor.scoring.aggregate")
     cells = q.cell_values(ro, q.CellFilter())
-    for row in series.itertuples():
-        group = cells[(cells["batch_id"] == row.batch_id) & (cells["deployment"] == row.deployment) & (cells["valid"] == 1)]
-        iv = engine.bootstrap_mean(group["scfs"].to_numpy(dtype=float), group["article_id"].to_numpy())
-        assert (row.mean, row.ci_low, row.ci_high, row.n) == pytest.approx((iv.mean, iv.low, iv.high, iv.n))
-    assert stats.batch_series(cells, "scfs")[["mean", "n"]].to_numpy() == pytest.approx(series[["mean", "n"]].to_numpy())
+    assert (cells["valid"] == 0).any()  # the fixture has invalid cells: they count where SCFS is defined
+    for by, metric in ((("batch_id", "deployment"), "scfs"), (("deployment", "dimension", "family"), "scfs"),
+                       (("batch_id", "deployment"), "sent_range_corrected")):
+        ours = stats.grouped_ci_from_sums(q.cluster_sums(ro, q.CellFilter(), by, (metric,)), by, metric)
+        theirs = aggregate.summarize(cells, list(by), metric)
+        merged = ours.merge(theirs, on=list(by), suffixes=("", "_monitor"))
+        assert len(merged) == len(theirs) > 0
+        for col in ("mean", "ci_low", "ci_high"):
+            assert merged[col].to_numpy() == pytest.approx(merged[f"{col}_monitor"].to_numpy(), nan_ok=True)
+        assert (merged["n"] == merged["n_defined"]).all()
+    assert stats.batch_series(cells, "scfs")[["mean", "n"]].to_numpy() == pytest.approx(
+        stats.series_from_sums(q.cluster_sums(ro, q.CellFilter(), ("batch_id", "deployment"), ("scfs",)), "scfs")[
+            ["mean", "n"]].to_numpy())
+
+
+def test_stability_equals_the_monitors(ro):
+    aggregate = pytest.importorskip("monitor.scoring.aggregate")
+    cells = q.cell_values(ro, q.CellFilter())
+    per_dep, pairs = aggregate.stability(cells, "scfs", batch_order=q.batches(ro)["id"].tolist())
+    series = stats.series_from_sums(q.cluster_sums(ro, q.CellFilter(), ("batch_id", "deployment"), ("scfs",)), "scfs")
+    ours = stats.stability(series).merge(per_dep, on="deployment")
+    assert ours["sd_x"].to_numpy() == pytest.approx(ours["sd_y"].to_numpy())
+    assert ours["cv_x"].to_numpy() == pytest.approx(ours["cv_y"].to_numpy())
+    tau = stats.rank_agreement(series)
+    assert tau["tau"].to_numpy() == pytest.approx(pairs["kendall_tau"].to_numpy(), nan_ok=True)
 
 
 def test_cluster_sums_and_grid_counts_follow_the_filters(ro):

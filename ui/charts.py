@@ -43,7 +43,7 @@ def empty(title: str, message: str) -> go.Figure:
 def series_with_bands(series: pd.DataFrame, *, title: str, y_title: str, zero_line: bool = True) -> go.Figure:
     """One line per deployment over batches, with its confidence band (columns of ui.stats.batch_series)."""
     if series.empty:
-        return empty(title, "no valid cells for this selection")
+        return empty(title, "no scored cells for this selection")
     fig = go.Figure()
     for i, (dep, g) in enumerate(series.groupby("deployment", sort=True)):
         g = g.sort_values("opened_at")
@@ -125,7 +125,7 @@ def stability_bars(stab: pd.DataFrame, *, title: str) -> go.Figure:
 
 def batch_deployment_heatmap(series: pd.DataFrame, *, title: str) -> go.Figure:
     if series.empty:
-        return empty(title, "no valid cells for this selection")
+        return empty(title, "no scored cells for this selection")
     order = series.drop_duplicates("batch_label").sort_values("opened_at")["batch_label"].tolist()
     wide = series.pivot_table(index="deployment", columns="batch_label", values="mean").reindex(columns=order)
     fig = go.Figure(go.Heatmap(z=wide.to_numpy(), x=list(wide.columns), y=list(wide.index), colorscale=SEQUENTIAL,

@@ -1,9 +1,12 @@
-"""Aggregates the pages show, computed from cell rows. Pure numpy/pandas.
+"""Aggregates the pages show, computed from cell rows or per-article sums. Pure numpy/pandas.
 
-The statistics of record live in monitor/scoring/stats.py (issue 5): the cluster bootstrap
-(articles resampled whole), SD/CV and Kendall tau used here delegate to it, so the dashboard
-and the monitor never disagree on a number. The functions here only shape DataFrames for
-the pages; the local fallbacks implement the same definitions for an install without it.
+The statistics of record are monitor.scoring.aggregate (summarize, stability) on top of
+monitor.scoring.stats. Those take every cell as a DataFrame, which at a million responses
+costs seconds per page; the dashboard instead sums per article in SQL and bootstraps over
+those sums (same draws, same numbers: tests/test_dashboard.py checks means, intervals,
+SD/CV and Kendall tau against aggregate.summarize and aggregate.stability). Primitives
+(bootstrap over clusters, SD/CV, Kendall tau) delegate to monitor.scoring.stats; the local
+fallbacks implement the same definitions for an install without it.
 """
 
 from __future__ import annotations
@@ -81,12 +84,11 @@ def grouped_mean_ci(df: pd.DataFrame, by: Sequence[str], value: str, *, cluster:
 
 
 def batch_series(cells: pd.DataFrame, value: str, *, resamples: int = RESAMPLES) -> pd.DataFrame:
-    """Per batch x deployment mean of ``value`` over valid cells, with its CI, in batch order."""
+    """Per batch x deployment mean of ``value`` over the cells where it is defined, with its CI, in batch order."""
     cols = ["batch_id", "batch_label", "opened_at", "deployment", "mean", "ci_low", "ci_high", "n"]
     if cells.empty:
         return pd.DataFrame(columns=cols)
-    valid = cells[cells["valid"] == 1]
-    out = grouped_mean_ci(valid, ["batch_id", "batch_label", "opened_at", "deployment"], value, resamples=resamples)
+    out = grouped_mean_ci(cells, ["batch_id", "batch_label", "opened_at", "deployment"], value, resamples=resamples)
     return out.sort_values(["opened_at", "deployment"]).reset_index(drop=True)[cols]
 
 
@@ -248,7 +250,7 @@ def hotspot_grid(cells: pd.DataFrame) -> pd.DataFrame:
     if cells.empty:
         return pd.DataFrame(columns=cols)
     keys = ["deployment", "dimension", "family"]
-    agg = grouped_mean_ci(cells[cells["valid"] == 1], keys, "scfs")
+    agg = grouped_mean_ci(cells, keys, "scfs")
     counts = cells.groupby(keys).agg(cells=("id", "size"), significant=("significant", "sum")).reset_index()
     ranked = cells.assign(_s=cells["scfs"].fillna(-np.inf)).sort_values(["significant", "_s"], ascending=[False, False])
     top = ranked.drop_duplicates(keys)[[*keys, "id", "scfs"]].rename(columns={"id": "top_cell_id", "scfs": "top_scfs"})
