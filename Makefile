@@ -36,8 +36,13 @@ test: install browser
 test-fast: install
 	$(PY) -m pytest -q -m "not slow and not e2e"
 
+# Each script prints its figures as JSON; bench_dashboard.py needs bench/make_store.py first (about 11 minutes).
 bench: install
-	$(PY) bench/run_all.py
+	$(PY) bench/bench_demo.py
+	$(PY) bench/bench_ingest.py
+	$(PY) bench/bench_providers.py
+	$(PY) bench/bench_scoring.py
+	$(PY) bench/bench_stereo.py
 
 clean:
 	rm -rf $(VENV) data test-artifacts .pytest_cache

@@ -187,7 +187,9 @@ system_prompt = "Answer neutrally and factually, in the same way for every reade
 families = ["impact", "bias_check"]
 dimensions = ["all"]
 paraphrases = 1
-repeats = 3
+# 5 repeats rather than the default 3: with K = 3 the exact permutation test cannot go
+# below p = 1/120, too coarse for the FDR step on a grid this small (docs/METHODS.md).
+repeats = 5
 articles_per_batch = 1
 
 [generation]

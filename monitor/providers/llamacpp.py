@@ -19,8 +19,8 @@ from monitor.providers.base import ProviderError
 from monitor.types import Completion, GenerationRequest
 
 DEFAULT_MODEL = "gemma-3-270m-q4_k_m"
-_LOCK = threading.Lock()
-_LOADED: list = []  # a llama.cpp context is not thread-safe: one request at a time
+_LOCK = threading.Lock()  # one local request at a time: contexts are not thread-safe and share the cores
+_LOADED: list = []  # every Llama this process loaded, closed at exit
 
 
 @cache
@@ -41,8 +41,14 @@ def gguf_path(model: str = DEFAULT_MODEL) -> Path:
 
 
 @cache
-def load_llama(model: str = DEFAULT_MODEL, *, logits_all: bool = False, n_ctx: int = 2048):
-    """One Llama per (model, logits_all, n_ctx) per process. logits_all=True is needed for token log-probabilities."""
+def load_llama(model: str = DEFAULT_MODEL, *, logits_all: bool = False, n_ctx: int = 2048, context: str = "shared"):
+    """One Llama per (model, logits_all, n_ctx, context) per process. logits_all=True is needed for token log-probabilities.
+
+    Each local deployment gets its own ``context``: llama.cpp reuses the KV cache of the longest
+    prefix shared with the previous prompt, and a deployment's consecutive prompts share the
+    system preamble and the article, whereas two deployments' interleaved prompts do not. The
+    weights are memory-mapped once by the OS, so a context costs only its KV cache.
+    """
     from llama_cpp import Llama
 
     threads = int(os.environ.get("FRAMEWATCH_THREADS", os.cpu_count() or 2))
@@ -78,7 +84,7 @@ class LlamaCppProvider:
 
     def complete(self, request: GenerationRequest) -> Completion:
         prompt = _prompt_text(request)
-        llm = load_llama(self.model, n_ctx=self.n_ctx)
+        llm = load_llama(self.model, n_ctx=self.n_ctx, context=self.name)
         started = time.perf_counter()
         try:
             with _LOCK:
