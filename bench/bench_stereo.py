@@ -33,7 +33,8 @@ def main() -> None:
         os.environ["FRAMEWATCH_THREADS"] = str(args.threads)
 
     from monitor import config as config_mod
-    from monitor.stereo import load_demo_seed, probe
+    from monitor.stereo.probe import probe
+    from monitor.stereo.seed import load_demo_seed
     from monitor.stereo.importers import import_file
     from monitor.stereo.logprobs import LlamaScorer
     from monitor.types import Completion

@@ -9,7 +9,6 @@ their label, requests by their id.
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import threading
@@ -27,14 +26,6 @@ from monitor.pipeline import CycleReport, ProgressFactory, cycle_id, default_lab
 from store.reviews import REQUEST_RESCORE_BATCH, REQUEST_RUN_CYCLE
 
 log = logging.getLogger("framewatch.monitor")
-
-
-def optional(module: str, name: str) -> Callable | None:
-    """A function another area provides, or None when this install does not have it yet."""
-    try:
-        return getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError):
-        return None
 
 
 def log_progress() -> ProgressFactory:
@@ -65,7 +56,6 @@ class Worker:
         self.embedder = embedder
         self._progress = progress or log_progress
         self._work = threading.RLock()
-        self._warned: set[str] = set()
         self.current_run_id: str | None = None
         self.failures = 0
         self.after_cycle: Callable[[], None] | None = None
@@ -233,12 +223,8 @@ class Worker:
     # -- stereo probe, alerts, heartbeat -----------------------------------------------------
     def stereo_job(self) -> list:
         """Finish probe runs a dead monitor left `running` (same run id), then one new probe run."""
-        # The function of the submodule: once monitor.stereo.probe is imported, the package attribute
-        # `monitor.stereo.probe` names that submodule, not the wrapper function.
-        probe = optional("monitor.stereo.probe", "probe")
-        if probe is None:
-            self._warn_once("stereo", "stereo probe: monitor.stereo.probe is not available in this install; skipped")
-            return []
+        from monitor.stereo.probe import probe
+
         reports = []
         with self.exclusive() as ok:
             if not ok:
@@ -260,16 +246,13 @@ class Worker:
             return reports
 
     def alerts_job(self) -> object | None:
-        evaluate = optional("monitor.alerts", "evaluate_alerts")
-        if evaluate is None:
-            self._warn_once("alerts", "alerts: monitor.alerts.evaluate_alerts is not available in this install; "
-                                      "no alerts are evaluated")
-            return None
+        from monitor.alerts import evaluate_alerts
+
         with self.exclusive() as ok:
             if not ok:
                 return None
             try:
-                report = evaluate(self.db, self.cfg)
+                report = evaluate_alerts(self.db, self.cfg)
             except Exception:
                 log.exception("alerts evaluation failed")
                 return None
@@ -290,11 +273,6 @@ class Worker:
             self.stereo_job()
         self.alerts_job()
         return 1 if self.failures else 0
-
-    def _warn_once(self, key: str, message: str) -> None:
-        if key not in self._warned:
-            self._warned.add(key)
-            log.warning("%s", message)
 
 
 def _describe(report: CycleReport) -> str:

@@ -1,10 +1,8 @@
-"""The monitor's schedule and jobs, in-process: triggers and job options, resume, requests, budget trimming, alerts guard."""
+"""The monitor's schedule and jobs, in-process: triggers and job options, resume, requests, budget trimming, alerts."""
 
 from __future__ import annotations
 
 import json
-import logging
-import sys
 import threading
 import time
 from datetime import UTC, datetime
@@ -291,22 +289,9 @@ def test_no_cap_leaves_the_grid_alone(cfg):
 
 # -- alerts, heartbeat ------------------------------------------------------------------------
 
-def test_alerts_job_says_clearly_when_the_alerts_module_is_missing(worker, monkeypatch, caplog):
-    monkeypatch.setitem(sys.modules, "monitor.alerts", None)  # import fails as if the module did not exist
-    with caplog.at_level(logging.WARNING, logger="framewatch.monitor"):
-        assert worker.alerts_job() is None
-        assert worker.alerts_job() is None
-    warnings = [r.getMessage() for r in caplog.records if "evaluate_alerts is not available" in r.getMessage()]
-    assert len(warnings) == 1
-
-
 def test_alerts_job_calls_evaluate_alerts(worker, monkeypatch):
-    import types
-
     calls = []
-    fake = types.ModuleType("monitor.alerts")
-    fake.evaluate_alerts = lambda db, cfg: calls.append((db, cfg)) or "report"
-    monkeypatch.setitem(sys.modules, "monitor.alerts", fake)
+    monkeypatch.setattr("monitor.alerts.evaluate_alerts", lambda db, cfg: calls.append((db, cfg)) or "report")
     assert worker.alerts_job() == "report" and calls == [(worker.db, worker.cfg)]
 
 
@@ -327,7 +312,7 @@ def test_heartbeat_marks_the_monitor_and_its_running_run_alive(worker):
 # -- stereo probe -----------------------------------------------------------------------------
 
 def test_stereo_job_adds_a_probe_run_each_time_and_finishes_an_interrupted_one(worker):
-    from monitor.stereo import load_demo_seed
+    from monitor.stereo.seed import load_demo_seed
 
     db = worker.db
     assert load_demo_seed(db) > 0

@@ -13,9 +13,10 @@ from streamlit.testing.v1 import AppTest
 
 from monitor import config as config_mod
 from monitor.ids import make_id
-from monitor.stereo import load_demo_seed, report
+from monitor.stereo import report
 from monitor.stereo import validate as v
 from monitor.stereo.probe import probe
+from monitor.stereo.seed import load_demo_seed
 from monitor.types import Completion
 from store import open_writer
 from store import stereo as store

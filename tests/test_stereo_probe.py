@@ -11,7 +11,8 @@ import pytest
 
 from monitor import config as config_mod
 from monitor.ids import make_id
-from monitor.stereo import load_demo_seed, report
+from monitor.stereo import report
+from monitor.stereo.seed import load_demo_seed
 from monitor.stereo.logprobs import TokenScore, continuation_logprob, echoed_score
 from monitor.stereo.probe import (
     COUNTER,

@@ -6,17 +6,6 @@ official EspanStereo release, SeeGULL Multilingual and generic CSVs; seed loads 
 team's demo seed. Heavy imports (torch, sentence-transformers, llama.cpp, openai) stay
 inside the functions that need them.
 
-Public entry points (for `framewatch demo` and the monitor's scheduled job):
-
-    load_demo_seed(db) -> int
-    probe(db, cfg, deployments=None, *, seed=0, countries=(), limit=None, run_id=None) -> ProbeReport
+Entry points for `framewatch demo` and the monitor's scheduled job:
+``monitor.stereo.seed.load_demo_seed(db) -> int`` and ``monitor.stereo.probe.probe(db, cfg, ...)``.
 """
-
-from __future__ import annotations
-
-# Imported here, after the package is set up, so that `monitor.stereo.probe` names the
-# function (a submodule import would otherwise rebind the attribute to the module).
-from monitor.stereo.probe import ProbeReport, probe  # noqa: E402
-from monitor.stereo.seed import load_demo_seed  # noqa: E402
-
-__all__ = ["ProbeReport", "load_demo_seed", "probe"]
