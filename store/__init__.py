@@ -1,5 +1,5 @@
 """The store: one SQLite file, written only by the monitor, read by the dashboard."""
 
-from store.db import StoreError, open_readonly, open_writer
+from store.db import StoreError, open_readonly, open_writer, reading
 
-__all__ = ["StoreError", "open_readonly", "open_writer"]
+__all__ = ["StoreError", "open_readonly", "open_writer", "reading"]

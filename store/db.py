@@ -7,6 +7,8 @@ dashboard never sees 'database is locked' from the monitor's short write transac
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from sqlite_utils import Database
@@ -43,3 +45,13 @@ def open_readonly(path: str | Path) -> Database:
     conn = sqlite3.connect(f"{p.resolve().as_uri()}?mode=ro", uri=True, timeout=30, check_same_thread=False)
     conn.execute("PRAGMA busy_timeout=30000")
     return Database(conn)
+
+
+@contextmanager
+def reading(path: str | Path) -> Iterator[Database]:
+    """A read-only connection for one unit of work, closed afterwards (connections are cheap; sharing one across threads is not)."""
+    db = open_readonly(path)
+    try:
+        yield db
+    finally:
+        db.conn.close()

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
-from store import StoreError, open_readonly
+from store import StoreError, reading
 from store import queries as q
 from store import reviews as review_store
 from ui import stats
@@ -34,15 +32,6 @@ def db_path() -> str:
     return os.environ.get("FRAMEWATCH_DB") or DEFAULT_DB
 
 
-@contextmanager
-def _ro(path: str) -> Iterator:
-    db = open_readonly(path)
-    try:
-        yield db
-    finally:
-        db.conn.close()
-
-
 @dataclass(frozen=True, slots=True)
 class StoreState:
     status: str
@@ -55,7 +44,7 @@ def store_state(path: str) -> StoreState:
     if not Path(path).exists():
         return StoreState("missing", f"No framewatch database at `{path}` yet.")
     try:
-        with _ro(path) as db:
+        with reading(path) as db:
             status = q.schema_status(db)
             if status["missing_core"]:
                 return StoreState("broken", f"`{path}` is not a framewatch database (tables missing: "
@@ -76,31 +65,31 @@ def _cached(ttl: int = TTL, max_entries: int = 64):
 
 @_cached()
 def options(path: str) -> dict[str, list[str]]:
-    with _ro(path) as db:
+    with reading(path) as db:
         return q.filter_options(db)
 
 
 @_cached()
 def batches(path: str) -> pd.DataFrame:
-    with _ro(path) as db:
+    with reading(path) as db:
         return q.batches(db)
 
 
 @_cached()
 def deployments(path: str) -> pd.DataFrame:
-    with _ro(path) as db:
+    with reading(path) as db:
         return q.deployments(db)
 
 
 @_cached()
 def store_counts(path: str) -> dict:
-    with _ro(path) as db:
+    with reading(path) as db:
         return q.store_counts(db)
 
 
 @_cached()
 def batch_summary(path: str, batch_id: str) -> dict:
-    with _ro(path) as db:
+    with reading(path) as db:
         return q.batch_summary(db, batch_id)
 
 
@@ -110,7 +99,7 @@ SERIES_METRICS = ("scfs", "sent_range_corrected")
 @_cached(max_entries=32)
 def series_sums(path: str, f: q.CellFilter) -> pd.DataFrame:
     """Per batch x deployment x article sums of the series metrics (one query for both charts)."""
-    with _ro(path) as db:
+    with reading(path) as db:
         return q.cluster_sums(db, f, ("batch_id", "deployment"), SERIES_METRICS)
 
 
@@ -119,13 +108,13 @@ def batch_series(path: str, f: q.CellFilter, value: str) -> pd.DataFrame:
     """Per batch x deployment mean of a cell metric over valid cells, with its cluster-bootstrap CI."""
     if value in SERIES_METRICS:
         return stats.series_from_sums(series_sums(path, f), value)
-    with _ro(path) as db:
+    with reading(path) as db:
         return stats.series_from_sums(q.cluster_sums(db, f, ("batch_id", "deployment"), (value,)), value)
 
 
 @_cached(max_entries=32)
 def hotspot_grid(path: str, f: q.CellFilter) -> pd.DataFrame:
-    with _ro(path) as db:
+    with reading(path) as db:
         sums = q.cluster_sums(db, f, ("deployment", "dimension", "family"), ("scfs",))
         counts = q.grid_counts(db, f)
     return stats.grid_from_sums(sums, counts)
@@ -134,25 +123,25 @@ def hotspot_grid(path: str, f: q.CellFilter) -> pd.DataFrame:
 @_cached(max_entries=32)
 def ranked_cells(path: str, f: q.CellFilter, significant_only: bool = True, unreviewed_only: bool = False,
                  limit: int = 500) -> pd.DataFrame:
-    with _ro(path) as db:
+    with reading(path) as db:
         return q.ranked_cells(db, f, significant_only=significant_only, unreviewed_only=unreviewed_only, limit=limit)
 
 
 @_cached()
 def review_counts(path: str, f: q.CellFilter) -> pd.DataFrame:
-    with _ro(path) as db:
+    with reading(path) as db:
         return q.review_counts(db, f)
 
 
 @_cached(max_entries=128)
 def cell(path: str, cell_id: str) -> dict | None:
-    with _ro(path) as db:
+    with reading(path) as db:
         return q.cell(db, cell_id)
 
 
 @_cached(max_entries=128)
 def sibling_cells(path: str, batch_id: str, deployment: str, article_id: str, family: str) -> pd.DataFrame:
-    with _ro(path) as db:
+    with reading(path) as db:
         return q.sibling_cells(db, batch_id, deployment, article_id, family)
 
 
@@ -163,7 +152,7 @@ def bundle(path: str, cell_id: str) -> pd.DataFrame:
     c = cell(path, cell_id)
     if c is None:
         return pd.DataFrame()
-    with _ro(path) as db:
+    with reading(path) as db:
         rows = q.bundle_responses(db, batch_id=c["batch_id"], deployment=c["deployment"], article_id=c["article_id"],
                                   family=c["family"], paraphrase=int(c["paraphrase"]), dimension=c["dimension"])
     vectors = [decode_embedding(b) for b in rows["embedding"]]
@@ -175,55 +164,55 @@ def bundle(path: str, cell_id: str) -> pd.DataFrame:
 
 @_cached(ttl=5)
 def reviews_for_cell(path: str, cell_id: str) -> pd.DataFrame:
-    with _ro(path) as db:
+    with reading(path) as db:
         return q.reviews_for_cell(db, cell_id)
 
 
 @_cached()
 def compare_cells(path: str, dep_a: str, dep_b: str, f: q.CellFilter) -> pd.DataFrame:
-    with _ro(path) as db:
+    with reading(path) as db:
         return q.compare_cells(db, dep_a, dep_b, f)
 
 
 @_cached()
 def search_responses(path: str, text: str, f: q.CellFilter, limit: int = 50) -> pd.DataFrame:
-    with _ro(path) as db:
+    with reading(path) as db:
         return q.search_responses(db, text, f, limit=limit)
 
 
 @_cached()
 def search_articles(path: str, text: str, limit: int = 50) -> pd.DataFrame:
-    with _ro(path) as db:
+    with reading(path) as db:
         return q.search_articles(db, text, limit=limit)
 
 
 @_cached()
 def article_cells(path: str, article_id: str) -> pd.DataFrame:
-    with _ro(path) as db:
+    with reading(path) as db:
         return q.article_cells(db, article_id)
 
 
 @_cached(ttl=10)
 def runs(path: str, date_from: str | None, date_to: str | None) -> pd.DataFrame:
-    with _ro(path) as db:
+    with reading(path) as db:
         return q.runs(db, date_from=date_from, date_to=date_to)
 
 
 @_cached(ttl=10)
 def feeds(path: str) -> pd.DataFrame:
-    with _ro(path) as db:
+    with reading(path) as db:
         return q.feeds(db)
 
 
 @_cached(ttl=10)
 def feed_polls(path: str) -> pd.DataFrame:
-    with _ro(path) as db:
+    with reading(path) as db:
         return q.feed_polls(db)
 
 
 @_cached(ttl=5)
 def requests(path: str) -> pd.DataFrame:
-    with _ro(path) as db:
+    with reading(path) as db:
         return q.requests(db)
 
 

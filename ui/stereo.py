@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -17,7 +15,7 @@ import streamlit as st
 from monitor.stereo import report
 from monitor.stereo import validate as v
 from prompts.stereo import DEMO_DATASET, load_catalog
-from store import StoreError, open_readonly
+from store import StoreError, reading
 from store import stereo as store
 
 TTL = 30
@@ -29,15 +27,6 @@ DEMO_BANNER = ("**Demo seed**: these items were written by the framewatch team s
 CAVEAT = ("A share above 50% means the model preferred the stereotyped continuation more often than the "
           "counter-stereotyped one on these items. It is an audit signal for human review, not a fairness ranking "
           "and not proof of harm; read the items below before drawing conclusions.")
-
-
-@contextmanager
-def _ro(path: str) -> Iterator:
-    db = open_readonly(path)
-    try:
-        yield db
-    finally:
-        db.conn.close()
 
 
 def ratings_target() -> int:
@@ -58,7 +47,7 @@ def ready(path: str) -> str | None:
     if not Path(path).exists():
         return f"No framewatch database at `{path}` yet. Run `framewatch demo` or `framewatch stereo seed-demo --db {path}`."
     try:
-        with _ro(path) as db:
+        with reading(path) as db:
             if not store.has_stereo_tables(db):
                 return f"`{path}` predates the stereotype tables: run `framewatch init --db {path}` (it only adds tables)."
     except (StoreError, sqlite3.DatabaseError) as exc:
@@ -68,32 +57,32 @@ def ready(path: str) -> str | None:
 
 @st.cache_data(ttl=TTL, show_spinner=False)
 def probe_runs(path: str) -> pd.DataFrame:
-    with _ro(path) as db:
+    with reading(path) as db:
         return store.probe_runs(db)
 
 
 @st.cache_data(ttl=TTL, show_spinner=False)
 def results(path: str, run_id: str | None) -> pd.DataFrame:
     """One run's results, or (run_id None) each deployment's latest run."""
-    with _ro(path) as db:
+    with reading(path) as db:
         return store.probe_results(db, run_id=run_id) if run_id else store.latest_results(db)
 
 
 @st.cache_data(ttl=TTL, show_spinner=False)
 def all_results(path: str) -> pd.DataFrame:
-    with _ro(path) as db:
+    with reading(path) as db:
         return store.probe_results(db)
 
 
 @st.cache_data(ttl=TTL, show_spinner=False)
 def probe_result(path: str, result_id: str) -> dict | None:
-    with _ro(path) as db:
+    with reading(path) as db:
         return store.probe_result(db, result_id)
 
 
 @st.cache_data(ttl=TTL, show_spinner=False)
 def dataset_status(path: str, target: int) -> pd.DataFrame:
-    with _ro(path) as db:
+    with reading(path) as db:
         return report.dataset_status(store.candidates(db), store.ratings(db), store.items(db), target,
                                      list(load_catalog().countries))
 
@@ -103,25 +92,25 @@ def dataset_status(path: str, target: int) -> pd.DataFrame:
 
 @st.cache_data(ttl=5, show_spinner=False)
 def annotator(path: str, annotator_id: str) -> dict | None:
-    with _ro(path) as db:
+    with reading(path) as db:
         return store.annotator(db, annotator_id)
 
 
 @st.cache_data(ttl=5, show_spinner=False)
 def rating_pool(path: str, country: str) -> pd.DataFrame:
-    with _ro(path) as db:
+    with reading(path) as db:
         return store.rating_pool(db, country)
 
 
 @st.cache_data(ttl=5, show_spinner=False)
 def my_ratings(path: str, annotator_id: str) -> pd.DataFrame:
-    with _ro(path) as db:
+    with reading(path) as db:
         return store.annotator_ratings(db, annotator_id)
 
 
 @st.cache_data(ttl=5, show_spinner=False)
 def kept_without_items(path: str, country: str, target: int) -> pd.DataFrame:
-    with _ro(path) as db:
+    with reading(path) as db:
         pool = store.kept_candidates_without_items(db, country)
         decisions = report.candidate_decisions(pool, store.ratings(db, country), target)
     kept = set(decisions.loc[decisions["status"] == v.KEPT, "id"])
@@ -130,7 +119,7 @@ def kept_without_items(path: str, country: str, target: int) -> pd.DataFrame:
 
 @st.cache_data(ttl=5, show_spinner=False)
 def items_to_approve(path: str, annotator_id: str) -> pd.DataFrame:
-    with _ro(path) as db:
+    with reading(path) as db:
         return store.items_to_approve(db, annotator_id)
 
 
