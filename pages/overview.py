@@ -39,6 +39,9 @@ with right:
                                            y_title="range of VADER compound - repeat range"), "overview.sentiment")
 if len(in_range) == 1 and not c.present:
     st.caption("Only one batch so far: the series become lines once a second batch is scored.")
+if not c.present and scfs["ci_low"].isna().any():
+    st.caption("Bands are 95% bootstrap intervals that resample articles, since cells of one article share its "
+               "controls; a batch with a single sampled article (as in the demo) has no interval.")
 
 if not c.present:
     st.subheader("Latest values per deployment")

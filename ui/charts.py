@@ -88,7 +88,8 @@ def grid_heatmap(grid: pd.DataFrame, *, title: str, columns: int = 2) -> go.Figu
     rows = -(-len(deps) // cols)
     valid = g["mean"].dropna()
     lo, hi = (min(0.0, float(valid.min())), float(valid.max())) if len(valid) else (0.0, 1.0)
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=deps, horizontal_spacing=0.12,
+    # Shared y axes: the dimension names are drawn once per row, not over the neighbouring panel.
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=deps, horizontal_spacing=0.06, shared_yaxes=True,
                         vertical_spacing=min(0.12, 0.5 / rows))
     for i, dep in enumerate(deps):
         d = g[g["deployment"] == dep]
