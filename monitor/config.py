@@ -215,7 +215,18 @@ def load(path: str | Path | None = None, *, db_path: str | Path | None = None) -
         except UnicodeDecodeError as exc:
             raise ConfigError(f"{where}: not UTF-8 text ({exc}). Save the file as UTF-8.") from exc
         base = p.parent
-    return parse(raw, where=where, base=base, path=None if path is None else Path(path), db_path=db_path)
+    cfg = parse(raw, where=where, base=base, path=None if path is None else Path(path), db_path=db_path)
+    _validate_area_sections(cfg)
+    return cfg
+
+
+def _validate_area_sections(cfg: Config) -> None:
+    """[alerts] and [stereo] are parsed by their own modules; run them now so a typo there fails at start too."""
+    from monitor.alerts_config import parse_alerts
+    from monitor.stereo.settings import settings
+
+    parse_alerts(cfg)
+    settings(cfg)
 
 
 def parse(raw: dict, *, where: str, base: Path, path: Path | None = None, db_path: str | Path | None = None) -> Config:

@@ -14,11 +14,12 @@ import json
 import os
 import socket
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlite_utils import Database
 
 from monitor import runs
-from monitor.ids import iso, utcnow
+from monitor.ids import iso, parse_iso, utcnow
 
 STATUS_ID = "monitor"
 REQ_PENDING, REQ_PICKED, REQ_DONE, REQ_FAILED = "pending", "picked", "done", "failed"
@@ -160,3 +161,23 @@ def touch_run(db: Database, run_id: str) -> None:
     """Heartbeat of a run in progress, independent of the pipeline's progress writes."""
     with db.conn:
         db.execute("update runs set heartbeat_at = ? where id = ? and status = ?", [iso(utcnow()), run_id, runs.RUNNING])
+
+
+STALE_AFTER_S = 90
+"""A running monitor heartbeats every 15 s; six missed beats mean it died or hangs."""
+
+
+def liveness(row: dict | None, now: datetime) -> tuple[str, str]:
+    """(state, sentence) for the dashboard: 'alive', 'stale', 'stopped' or 'never', from the monitor_status row. Pure."""
+    if not row:
+        return "never", "No monitor has run on this database; cycles come from `framewatch run-once` or the demo."
+    beat = parse_iso(row.get("heartbeat_at"))
+    where = f"pid {row.get('pid')} on {row.get('host')}"
+    if row.get("status") == "stopped":
+        return "stopped", f"The monitor ({where}) stopped at {row.get('stopped_at') or row.get('heartbeat_at')}: {row.get('message') or 'no reason given'}."
+    age = (now - beat).total_seconds() if beat else None
+    if age is None or age > STALE_AFTER_S:
+        return "stale", (f"The monitor ({where}) last reported at {row.get('heartbeat_at')}, over {STALE_AFTER_S} s ago: "
+                         "it died or hangs. Restart it with `framewatch monitor`; the cycle it left resumes.")
+    nxt = f"; next cycle {row['next_cycle_at']}" if row.get("next_cycle_at") else ""
+    return "alive", f"The monitor ({where}) is running: last heartbeat {row.get('heartbeat_at')}{nxt}."

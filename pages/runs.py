@@ -1,10 +1,12 @@
 """Runs and feeds: monitoring cycles (progress, failures, counts, cost), feed health, and requests to the monitor."""
 
 import json
+from datetime import UTC, datetime
 
 import pandas as pd
 import streamlit as st
 
+from monitor.service_state import liveness
 from store import StoreError
 from store.reviews import REQUEST_RESCORE_BATCH, REQUEST_RUN_CYCLE, ReviewError
 from ui import auth, charts, data, page
@@ -30,6 +32,10 @@ parsed = pd.DataFrame([counts(x) for x in runs["counts_json"]], index=runs.index
 for col in ("articles", "responses", "ok", "refusals", "errors", "tokens_in", "tokens_out", "cost", "cells",
             "significant_cells"):
     runs[col] = pd.to_numeric(parsed[col], errors="coerce") if col in parsed else pd.NA
+
+# IS THE MONITOR ALIVE? (a dead monitor is otherwise only noticed at its next start)
+state, sentence = liveness(data.monitor_status(c.path), datetime.now(UTC))
+{"alive": st.success, "stale": st.error, "stopped": st.warning, "never": st.info}[state](sentence)
 
 # THE RUNNING CYCLE
 running = runs[runs["status"] == "running"]

@@ -438,6 +438,14 @@ def runs(db: Database, *, date_from: str | None = None, date_to: str | None = No
     """, params)
 
 
+def monitor_status(db: Database) -> dict | None:
+    """The monitor's own status row (written by monitor.service_state), or None when no monitor ever ran here."""
+    if "monitor_status" not in db.table_names():
+        return None
+    rows = list(db.query("select * from monitor_status order by heartbeat_at desc limit 1"))
+    return rows[0] if rows else None
+
+
 def feeds(db: Database) -> pd.DataFrame:
     return _df(db, """
         select f.id, f.name, f.url, f.last_polled_at, f.last_success_at, f.last_status, f.last_error, f.last_error_at,

@@ -426,3 +426,22 @@ def test_tables_offer_csv_and_charts_offer_image_download(monkeypatch, full_stor
     assert any(b.label == "Download hotspots as CSV" for b in at.get("download_button"))
     charts = at.get("plotly_chart")
     assert charts and all('"format": "svg"' in c.proto.config or '"format":"svg"' in c.proto.config for c in charts)
+
+
+def test_runs_page_says_when_the_monitor_stopped_reporting(monkeypatch, writable_store):
+    """A monitor that died is visible on the dashboard, not only at the monitor's next start."""
+    from datetime import timedelta
+
+    from monitor.ids import iso, utcnow
+    from monitor.service_state import set_status
+
+    db = open_writer(writable_store)
+    set_status(db, "running", schedule="every 60 min")
+    db.execute("update monitor_status set heartbeat_at = ?", [iso(utcnow() - timedelta(minutes=10))])
+    db.conn.commit()
+    db.conn.close()
+    at = make_app(monkeypatch, writable_store)
+    at.run()
+    at.switch_page("pages/runs.py").run()
+    assert not at.exception
+    assert any("died or hangs" in e.value for e in at.error)

@@ -96,3 +96,18 @@ def test_cli_reports_config_error(tmp_path):
     result = CliRunner().invoke(main, ["init", "--config", str(write(tmp_path, MINIMAL + "\n[grid]\nrepeat = 2\n"))])
     assert result.exit_code != 0
     assert "configuration error" in result.output and "grid.repeat" in result.output
+
+
+@pytest.mark.parametrize(
+    "section, expected",
+    [
+        ("[alerts.webhook]\nurll = 'http://127.0.0.1:9/hook'\n", "alerts.webhook"),
+        ("[stereo]\nratings_per_itme = 3\n", "ratings_per_itme"),
+    ],
+)
+def test_area_sections_fail_at_load_too(tmp_path, section, expected):
+    """[alerts] and [stereo] have their own parsers; a typo there still stops every command at start."""
+    path = write(tmp_path, MINIMAL + "\n" + section)
+    with pytest.raises(ConfigError) as err:
+        config.load(path)
+    assert str(path) in str(err.value) and expected in str(err.value)

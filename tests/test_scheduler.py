@@ -343,3 +343,21 @@ def test_a_run_once_cycle_without_a_stored_label_is_resumed_through_its_batch(wo
     resumed = worker.resume_open_cycles()
     assert [r.run_id for r in resumed] == [report.run_id] and resumed[0].status == "ok"
     assert resumed[0].counts["responses"] == resumed[0].counts["articles_sampled"] * REQUESTS_PER_ARTICLE > 0
+
+
+def test_liveness_from_the_monitor_status_row():
+    from datetime import timedelta
+
+    from monitor.ids import iso
+    from monitor.service_state import STALE_AFTER_S, liveness
+
+    now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+    row = {"pid": 7, "host": "h", "status": "running", "heartbeat_at": iso(now - timedelta(seconds=20)),
+           "next_cycle_at": "2026-11-30T13:00:00+00:00"}
+    assert liveness(None, now)[0] == "never"
+    assert liveness(row, now) == ("alive", "The monitor (pid 7 on h) is running: last heartbeat "
+                                           "2026-11-30T11:59:40+00:00; next cycle 2026-11-30T13:00:00+00:00.")
+    stale = {**row, "heartbeat_at": iso(now - timedelta(seconds=STALE_AFTER_S + 1))}
+    assert liveness(stale, now)[0] == "stale" and "framewatch monitor" in liveness(stale, now)[1]
+    stopped = {**row, "status": "stopped", "stopped_at": iso(now), "message": "stopped on request"}
+    assert liveness(stopped, now)[0] == "stopped" and "stopped on request" in liveness(stopped, now)[1]

@@ -199,6 +199,12 @@ def runs(path: str, date_from: str | None, date_to: str | None) -> pd.DataFrame:
 
 
 @_cached(ttl=10)
+def monitor_status(path: str) -> dict | None:
+    with reading(path) as db:
+        return q.monitor_status(db)
+
+
+@_cached(ttl=10)
 def feeds(path: str) -> pd.DataFrame:
     with reading(path) as db:
         return q.feeds(db)
