@@ -161,7 +161,7 @@ def demo(serve: bool, fresh: bool, port: int, db_path: Path) -> None:
     if serve:
         from ui.serve import serve_dashboard
 
-        sys.exit(serve_dashboard(db_path, port, open_browser=True))
+        sys.exit(serve_dashboard(db_path, port, open_browser=True, settings=dashboard_settings(cfg)))
 
 
 @main.command()
@@ -264,7 +264,14 @@ def dashboard_command(cfg: Config, port: int, open_browser: bool, snapshot_path:
         sys.exit(serve_snapshot(snapshot_path, port, open_browser=open_browser))
     if not Path(cfg.db_path).exists():
         click.echo(f"note: {cfg.db_path} does not exist yet; the dashboard will say how to create it.", err=True)
-    sys.exit(serve_dashboard(cfg.db_path, port, open_browser=open_browser))
+    sys.exit(serve_dashboard(cfg.db_path, port, open_browser=open_browser, settings=dashboard_settings(cfg)))
+
+
+def dashboard_settings(cfg: Config) -> dict[str, str]:
+    """Configuration the dashboard process needs, passed as environment (it never reads framewatch.toml)."""
+    from monitor.stereo.settings import settings
+
+    return {"FRAMEWATCH_RATINGS_PER_ITEM": str(settings(cfg).ratings_per_item)}
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -111,3 +111,11 @@ def test_area_sections_fail_at_load_too(tmp_path, section, expected):
     with pytest.raises(ConfigError) as err:
         config.load(path)
     assert str(path) in str(err.value) and expected in str(err.value)
+
+
+def test_dashboard_gets_the_configured_ratings_target(tmp_path):
+    """The dashboard never reads framewatch.toml; `framewatch dashboard` passes what it needs."""
+    from monitor.cli import dashboard_settings
+
+    cfg = config.load(write(tmp_path, MINIMAL + "\n[stereo]\nratings_per_item = 5\n"))
+    assert dashboard_settings(cfg) == {"FRAMEWATCH_RATINGS_PER_ITEM": "5"}

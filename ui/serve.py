@@ -41,12 +41,16 @@ def _open_when_ready(url: str, timeout_s: float = 60.0) -> None:
             time.sleep(0.5)
 
 
-def serve_dashboard(db_path: str | Path, port: int, *, open_browser: bool = False) -> int:
-    """Serve the dashboard on http://127.0.0.1:PORT over ``db_path`` until interrupted; returns the exit code."""
+def serve_dashboard(db_path: str | Path, port: int, *, open_browser: bool = False, settings: dict | None = None) -> int:
+    """Serve the dashboard on http://127.0.0.1:PORT over ``db_path`` until interrupted; returns the exit code.
+
+    ``settings``: environment variables carrying configuration the dashboard needs but cannot
+    read itself (it never loads framewatch.toml), e.g. FRAMEWATCH_RATINGS_PER_ITEM.
+    """
     app = app_path()
     if not app.exists():
         raise FileNotFoundError(f"{app} is missing: the dashboard needs the source checkout (pip install -e .)")
-    env = {**os.environ, "FRAMEWATCH_DB": str(Path(db_path).resolve())}
+    env = {**os.environ, **(settings or {}), "FRAMEWATCH_DB": str(Path(db_path).resolve())}
     url = f"http://127.0.0.1:{port}"
     print(f"framewatch dashboard on {url} (database {env['FRAMEWATCH_DB']}); Ctrl+C stops it", flush=True)
     if open_browser:
