@@ -13,39 +13,11 @@ from email.utils import format_datetime
 from pathlib import Path
 
 from monitor.ids import utcnow
+from scripted_config import scripted_toml
 
 REPO = Path(__file__).resolve().parents[1]
 
-CONFIG = """
-[store]
-path = "fw.db"
-
-[[feeds]]
-name = "growing"
-url = "{feed}"
-
-[[deployments]]
-name = "scripted-a"
-provider = "scripted"
-model = "scripted"
-
-[[deployments]]
-name = "scripted-b"
-provider = "scripted"
-model = "scripted"
-extra = {{ effects = {{ religion = 0.8 }} }}
-
-[grid]
-families = ["impact"]
-dimensions = ["religion", "political"]
-repeats = 3
-articles_per_batch = {articles}
-articles_per_feed = {articles}
-
-[stats]
-permutations = 99
-bootstrap = 100
-
+SCHEDULE = """
 [schedule]
 cycle_minutes = {minutes}
 request_poll_s = 0.5
@@ -54,17 +26,14 @@ misfire_grace_s = 30
 {extra}
 """
 
-REQUESTS_PER_ARTICLE = 2 * (2 * 7 + 7 + 3)
-"""Per sampled article: 2 deployments x (2 dimensions x 7 identities + 7 placebo + 3 repeats)."""
-
-
 def write_config(tmp: Path, *, minutes: float = 0.05, articles: int = 2, grace: float = 10, extra: str = "") -> Path:
     feed = tmp / "feed.xml"
     if not feed.exists():
         write_feed(feed, 0, 4)
     path = tmp / "framewatch.toml"
-    path.write_text(CONFIG.format(feed=feed.as_uri(), minutes=minutes, articles=articles, grace=grace, extra=extra),
-                    encoding="utf-8")
+    schedule = SCHEDULE.format(minutes=minutes, grace=grace, extra=extra)
+    path.write_text(scripted_toml(feed=feed.as_uri(), feed_name="growing", articles=articles, permutations=99,
+                                  bootstrap=100, tail=schedule), encoding="utf-8")
     return path
 
 

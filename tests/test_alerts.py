@@ -21,40 +21,8 @@ from monitor.alerts import evaluate_alerts
 from monitor.alerts_config import ConfigError, parse_alerts
 from monitor.config import FeedConfig
 from monitor.ids import iso, parse_iso, utcnow
+from scripted_config import scripted_toml
 from store import open_writer
-
-PIPELINE = """
-[store]
-path = "fw.db"
-
-[[feeds]]
-name = "sample"
-url = "sample:1"
-
-[[deployments]]
-name = "scripted-a"
-provider = "scripted"
-model = "scripted"
-
-[[deployments]]
-name = "scripted-b"
-provider = "scripted"
-model = "scripted"
-extra = {{ effects = {{ religion = 0.8 }} }}
-
-[grid]
-families = ["impact"]
-dimensions = ["religion", "political"]
-repeats = 3
-articles_per_batch = 2
-
-[stats]
-permutations = 199
-bootstrap = 200
-
-[alerts]
-{alerts}
-"""
 
 HOTSPOT_RULE = """
 [[alerts.rules]]
@@ -135,7 +103,7 @@ def make_cfg(tmp_path: Path, alerts: str):
     path = tmp_path / "framewatch.toml"
     if "dashboard_url" not in alerts:
         alerts = 'dashboard_url = "http://dash.example:8501"\n' + alerts
-    path.write_text(PIPELINE.format(alerts=alerts), encoding="utf-8")
+    path.write_text(scripted_toml(tail="[alerts]\n" + alerts), encoding="utf-8")
     return config.load(path)
 
 
@@ -426,8 +394,8 @@ def test_feed_failing_for_longer_than_the_duration(tmp_path):
 
 
 def test_failed_cycle_and_budget(tmp_path):
-    cfg_text = PIPELINE.format(alerts="[[alerts.rules]]\nkind = \"failed_cycle\"\n[[alerts.rules]]\nkind = \"budget\"\n"
-                                      "fraction = 0.9\n").replace("[stats]", "[budget]\nmax_cost_per_cycle = 1.0\n\n[stats]")
+    cfg_text = scripted_toml(tail="[budget]\nmax_cost_per_cycle = 1.0\n\n[alerts]\n[[alerts.rules]]\nkind = \"failed_cycle\"\n"
+                                  "[[alerts.rules]]\nkind = \"budget\"\nfraction = 0.9\n")
     path = tmp_path / "framewatch.toml"
     path.write_text(cfg_text, encoding="utf-8")
     cfg = config.load(path)
@@ -619,9 +587,10 @@ def test_an_unreachable_smtp_server_is_recorded(tmp_path):
 def test_a_key_quoted_in_a_run_error_never_reaches_the_alert(tmp_path, webhook, monkeypatch):
     key = "sk-proj-ALERTPLANTED0123456789abcdef"
     monkeypatch.setenv("FW_ALERT_TEST_KEY", key)
-    text = PIPELINE.format(alerts=f"[alerts.webhook]\nurl = \"{webhook.url}\"\n[[alerts.rules]]\nkind = \"failed_cycle\"\n")
+    text = scripted_toml(a_extra='api_key_env = "FW_ALERT_TEST_KEY"',
+                         tail=f"[alerts.webhook]\nurl = \"{webhook.url}\"\n[[alerts.rules]]\nkind = \"failed_cycle\"\n")
     path = tmp_path / "framewatch.toml"
-    path.write_text(text.replace('model = "scripted"\n', 'model = "scripted"\napi_key_env = "FW_ALERT_TEST_KEY"\n', 1))
+    path.write_text(text)
     cfg = config.load(path)
     db = open_writer(cfg.db_path)
     with db.conn:

@@ -10,37 +10,10 @@ from click.testing import CliRunner
 from monitor import config
 from monitor.cli import main
 from monitor.pipeline import run_cycle
+from scripted_config import scripted_toml
 from store import open_writer
 
-CONFIG = """
-[store]
-path = "fw.db"
-
-[[feeds]]
-name = "sample"
-url = "sample:1"
-
-[[deployments]]
-name = "scripted-a"
-provider = "scripted"
-model = "scripted"
-
-[[deployments]]
-name = "scripted-b"
-provider = "scripted"
-model = "scripted"
-extra = {{ effects = {{ religion = 0.8 }} }}
-
-[grid]
-families = ["impact"]
-dimensions = ["religion", "political"]
-repeats = 3
-articles_per_batch = 2
-
-[stats]
-permutations = 199
-bootstrap = 200
-"""
+CONFIG = scripted_toml()
 
 TABLES = ("batches", "articles", "prompts", "responses", "scores", "cells", "runs", "feed_polls")
 
@@ -48,7 +21,7 @@ TABLES = ("batches", "articles", "prompts", "responses", "scores", "cells", "run
 @pytest.fixture
 def cfg(tmp_path):
     path = tmp_path / "framewatch.toml"
-    path.write_text(CONFIG.format(), encoding="utf-8")
+    path.write_text(CONFIG, encoding="utf-8")
     return config.load(path)
 
 

@@ -18,7 +18,8 @@ from monitor.config import ConfigError
 from monitor.pipeline import cycle_id
 from monitor.scheduler import build_scheduler
 from monitor.worker import Worker
-from monitor_service_helpers import REQUESTS_PER_ARTICLE, write_config, write_feed
+from monitor_service_helpers import write_config, write_feed
+from scripted_config import REQUESTS_PER_ARTICLE
 from store import open_writer
 from store.reviews import record_request
 

@@ -20,8 +20,9 @@ import pytest
 
 from monitor.lock import InstanceLock, LockHeld, lock_path
 from monitor_service_helpers import (
-    REPO, REQUESTS_PER_ARTICLE, GrowingFeed, read, start_monitor, stop, wait_for, write_config,
+    REPO, GrowingFeed, read, start_monitor, stop, wait_for, write_config,
 )
+from scripted_config import REQUESTS_PER_ARTICLE
 
 OK_CYCLES = "select id, label, batch_id, resumes from runs where kind = 'cycle' and status = 'ok' order by started_at"
 

@@ -20,6 +20,7 @@ from monitor.config import FeedConfig
 from monitor.snapshot import SnapshotError, _write_manifest, export_snapshot, verify_snapshot
 from monitor.snapshot_readme import undocumented
 from monitor.snapshot_reproduce import reproduce_snapshot
+from scripted_config import scripted_toml
 from store import open_readonly, open_writer
 
 ENV_KEY = "sk-proj-PLANTEDenvKEY0123456789abcdefXYZ"
@@ -28,40 +29,11 @@ BASIC_PASSWORD = "hunter2PLANTED"
 GOOGLE_KEY = "AIzaPLANTEDgoogleKEY0123456789abcd"
 PLANTED = (ENV_KEY, SLACK_SECRET, BASIC_PASSWORD, GOOGLE_KEY)
 
-CONFIG = f"""
-[store]
-path = "fw.db"
-
-[[feeds]]
-name = "sample"
-url = "sample:1"
-
-[[deployments]]
-name = "scripted-a"
-provider = "scripted"
-model = "scripted"
-api_key_env = "FW_SNAPSHOT_TEST_KEY"
-
-[[deployments]]
-name = "scripted-b"
-provider = "scripted"
-model = "scripted"
-base_url = "https://svc:{BASIC_PASSWORD}@llm.example/v1?key={GOOGLE_KEY}"
-extra = {{ effects = {{ religion = 0.8 }} }}
-
-[grid]
-families = ["impact"]
-dimensions = ["religion", "political"]
-repeats = 3
-articles_per_batch = 2
-
-[stats]
-permutations = 199
-bootstrap = 200
-
-[alerts.webhook]
-url = "https://hooks.slack.com/services/T0/B0/{SLACK_SECRET}"
-"""
+CONFIG = scripted_toml(
+    a_extra='api_key_env = "FW_SNAPSHOT_TEST_KEY"',
+    b_extra=f'base_url = "https://svc:{BASIC_PASSWORD}@llm.example/v1?key={GOOGLE_KEY}"',
+    tail=f'[alerts.webhook]\nurl = "https://hooks.slack.com/services/T0/B0/{SLACK_SECRET}"',
+)
 TABLES = ("batches", "runs", "feeds", "deployments", "articles", "templates", "frames", "identities", "prompts",
           "responses", "scores", "cells", "aggregates", "deployment_batches", "hotspots", "stability", "rank_agreement")
 
