@@ -68,12 +68,16 @@ def e2e_store(tmp_path_factory) -> Path:
 
 
 @contextlib.contextmanager
-def running_dashboard(db: Path):
-    """`streamlit run app.py` on a free 127.0.0.1 port over ``db``; yields its URL and stops it after."""
+def running_dashboard(db: Path, *, without: tuple[str, ...] = ()):
+    """`streamlit run app.py` on a free 127.0.0.1 port over ``db``; yields its URL and stops it after.
+
+    ``without``: environment variables the server must not inherit.
+    """
     from ui.serve import dashboard_command
 
     port = _free_port()
-    env = {**os.environ, "FRAMEWATCH_DB": str(db), "FRAMEWATCH_REVIEWER_PASSWORD": "e2e-password"}
+    env = {k: v for k, v in os.environ.items() if k not in without}
+    env.update(FRAMEWATCH_DB=str(db), FRAMEWATCH_REVIEWER_PASSWORD="e2e-password")
     log_path = db.parent / f"streamlit-{port}.log"
     with log_path.open("w") as log:
         proc = subprocess.Popen(dashboard_command(port), cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)

@@ -3,12 +3,10 @@ an annotator from Mexico onboards, never sees a Spain candidate, and a rating su
 
 from __future__ import annotations
 
-import os
-import subprocess
 from urllib.parse import parse_qs, urlparse
 
 import pytest
-from conftest import ARTIFACTS, REPO, _free_port, _wait_healthy
+from conftest import ARTIFACTS, running_dashboard
 
 from monitor.ids import make_id
 from monitor.stereo import validate as v
@@ -36,25 +34,8 @@ def stereo_store(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def stereo_url(stereo_store, browser):
-    from ui.serve import dashboard_command
-
-    port = _free_port()
-    env = {k: val for k, val in os.environ.items() if k != "FRAMEWATCH_ANNOTATOR_PASSWORD"}
-    env["FRAMEWATCH_DB"] = str(stereo_store)
-    log = (stereo_store.parent / "streamlit.log").open("w")
-    proc = subprocess.Popen(dashboard_command(port), cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        _wait_healthy(url, proc)
+    with running_dashboard(stereo_store, without=("FRAMEWATCH_ANNOTATOR_PASSWORD",)) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 def wait_for_app(page) -> None:
