@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from monitor import config  # noqa: E402
 from monitor.generate import generate_batch  # noqa: E402
-from monitor.testing.llama_server import free_port  # noqa: E402
+from monitor.testing.processes import free_port  # noqa: E402
 from store import open_writer  # noqa: E402
 
 

@@ -21,6 +21,7 @@ from monitor.alerts import evaluate_alerts
 from monitor.alerts_config import ConfigError, parse_alerts
 from monitor.config import FeedConfig
 from monitor.ids import iso, parse_iso, utcnow
+from monitor.testing.processes import free_port
 from scripted_config import scripted_toml
 from store import open_writer
 
@@ -71,12 +72,6 @@ def webhook():
     hook = Webhook()
     yield hook
     hook.close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture

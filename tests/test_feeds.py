@@ -4,7 +4,6 @@ normalisation, strata, dedup keys and story grouping."""
 from __future__ import annotations
 
 import re
-import socket
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from monitor.dedup import StoryItem, article_id, canonical_link, group_stories, 
 from monitor.normalize import choose_language, language_code, parse_loose_date, plain_text, struct_to_utc
 from monitor.strata import IDENTITY_NEUTRAL, IDENTITY_RELEVANT, IDENTITY_TOPICS, NEUTRAL_TOPICS, classify
 from monitor.testing.feed_server import FeedServer, Route
+from monitor.testing.processes import free_port
 
 FIXTURES = Path(__file__).parent / "fixtures" / "feeds"
 SAMPLE_NEWS = Path(__file__).resolve().parents[1] / "monitor" / "sample_news"
@@ -453,9 +453,7 @@ def test_fetch_follows_a_redirect_within_the_limit(server):
 
 @pytest.mark.slow
 def test_connection_refused():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     result = feeds.fetch(f"http://127.0.0.1:{port}/feed.xml", FAST)
     assert result.status == feeds.FAILED and result.error == "connection refused"
 

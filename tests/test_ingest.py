@@ -4,7 +4,6 @@ modes recorded per feed (against a real HTTP server on 127.0.0.1), and `framewat
 from __future__ import annotations
 
 import json
-import socket
 import tomllib
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +19,7 @@ from monitor.ingest import batch_id_for, run_ingest
 from monitor.sampling import Candidate, choose
 from monitor.strata import IDENTITY_NEUTRAL, IDENTITY_RELEVANT
 from monitor.testing.feed_server import FeedServer, Route
+from monitor.testing.processes import free_port
 from store import feeds as store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -262,9 +262,7 @@ def test_every_failure_mode_is_recorded_per_feed_and_the_cycle_goes_on(writer_db
         "/hostile": Route(body=fx("hostile.xml")),
         "/truncated": Route(body=fx("truncated.xml")),
     }
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        closed_port = s.getsockname()[1]
+    closed_port = free_port()
     with FeedServer(routes) as srv:
         feeds = [FeedConfig(path.strip("/").replace(".xml", ""), srv.url(path)) for path in routes]
         feeds.append(FeedConfig("refused", f"http://127.0.0.1:{closed_port}/feed.xml"))

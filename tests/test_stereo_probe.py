@@ -295,7 +295,7 @@ def test_completion_endpoint_logprobs_match_in_process_scores(tmp_path):
 
     from monitor.providers.llamacpp import gguf_path
     from monitor.stereo.logprobs import LlamaScorer, OpenAICompletionScorer
-    from monitor.testing.llama_server import free_port
+    from monitor.testing.processes import free_port
 
     port = free_port()
     log = open(tmp_path / "server.log", "wb")

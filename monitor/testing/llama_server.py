@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,17 +17,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from monitor.testing.processes import free_port, stop_process
+
 ALIAS = "gemma-3-270m"
 
 
 class LlamaServerError(RuntimeError):
     """The server did not come up; the message carries the tail of its log."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextlib.contextmanager
@@ -49,12 +44,7 @@ def llama_server(model: str | None = None, *, n_ctx: int = 2048, start_timeout_s
             _wait_ready(proc, url, start_timeout_s, log_path)
             yield url
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc)
 
 
 def _wait_ready(proc: subprocess.Popen, url: str, timeout_s: float, log_path: Path) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from monitor.testing.processes import free_port, stop_process
+
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))  # fixtures_store lives beside the other test files
 
@@ -24,12 +25,6 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-quic"]
 ARTIFACTS = REPO / "test-artifacts"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_healthy(url: str, proc: subprocess.Popen, timeout_s: float = 90.0) -> None:
@@ -75,7 +70,7 @@ def running_dashboard(db: Path, *, without: tuple[str, ...] = ()):
     """
     from ui.serve import dashboard_command
 
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in without}
     env.update(FRAMEWATCH_DB=str(db), FRAMEWATCH_REVIEWER_PASSWORD="e2e-password")
     log_path = db.parent / f"streamlit-{port}.log"
@@ -86,12 +81,7 @@ def running_dashboard(db: Path, *, without: tuple[str, ...] = ()):
             _wait_healthy(url, proc)
             yield url
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc)
 
 
 @pytest.fixture(scope="session")
