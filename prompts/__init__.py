@@ -57,19 +57,18 @@ class Frames:
     chat_user: str
 
 
-def _read(name: str) -> tuple[dict, str]:
-    text = resources.files(__name__).joinpath(name).read_text(encoding="utf-8")
+def read_versioned(package: str, name: str) -> tuple[dict, str]:
+    """Parse a packaged TOML file; returns (data, "declared version+content hash")."""
+    where = f"{package.replace('.', '/')}/{name}"
+    text = resources.files(package).joinpath(name).read_text(encoding="utf-8")
     try:
-        return tomllib.loads(text), text
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise PromptDataError(f"prompts/{name}: not valid TOML ({exc})") from exc
-
-
-def _version(data: dict, text: str, name: str) -> str:
+        raise PromptDataError(f"{where}: not valid TOML ({exc})") from exc
     declared = data.get("version")
     if not isinstance(declared, str) or not declared:
-        raise PromptDataError(f"prompts/{name}: missing `version = \"...\"` at the top; add one and bump it on every change")
-    return f"{declared}+{content_hash(text)[:8]}"
+        raise PromptDataError(f"{where}: missing `version = \"...\"` at the top; add one and bump it on every change")
+    return data, f"{declared}+{content_hash(text)[:8]}"
 
 
 def _identities(raw: object, name: str, where: str, dimension: str) -> tuple[Identity, ...]:
@@ -90,8 +89,7 @@ def _identities(raw: object, name: str, where: str, dimension: str) -> tuple[Ide
 @cache
 def load_taxonomy() -> Taxonomy:
     name = "identities.toml"
-    data, text = _read(name)
-    version = _version(data, text, name)
+    data, version = read_versioned(__name__, name)
     dims = data.get("dimensions")
     if not isinstance(dims, dict) or len(dims) != DIMENSIONS_EXPECTED:
         raise PromptDataError(f"prompts/{name}: expected {DIMENSIONS_EXPECTED} [dimensions.*] tables, found {len(dims or {})}")
@@ -110,8 +108,7 @@ def load_taxonomy() -> Taxonomy:
 @cache
 def load_families() -> Families:
     name = "families.toml"
-    data, text = _read(name)
-    version = _version(data, text, name)
+    data, version = read_versioned(__name__, name)
     fams = data.get("families")
     if not isinstance(fams, dict) or len(fams) != FAMILIES_EXPECTED:
         raise PromptDataError(f"prompts/{name}: expected {FAMILIES_EXPECTED} [families.*] tables, found {len(fams or {})}")
@@ -130,8 +127,7 @@ def load_families() -> Families:
 @cache
 def load_frames() -> Frames:
     name = "controls.toml"
-    data, text = _read(name)
-    version = _version(data, text, name)
+    data, version = read_versioned(__name__, name)
     try:
         comp, chat = data["completion"], data["chat"]
         frames = Frames(

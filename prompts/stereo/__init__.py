@@ -7,14 +7,11 @@ hash, so an edit without a version bump still changes the version stored with re
 
 from __future__ import annotations
 
-import tomllib
 import unicodedata
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 
-from monitor.ids import content_hash
-from prompts import PromptDataError
+from prompts import PromptDataError, read_versioned
 
 PERSPECTIVES_EXPECTED = 6
 DEMO_DATASET = "demo seed"
@@ -109,18 +106,6 @@ def fold(text: str) -> str:
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
-def _read(name: str) -> tuple[dict, str]:
-    text = resources.files(__name__).joinpath(name).read_text(encoding="utf-8")
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise PromptDataError(f"prompts/stereo/{name}: not valid TOML ({exc})") from exc
-    declared = data.get("version")
-    if not isinstance(declared, str) or not declared:
-        raise PromptDataError(f"prompts/stereo/{name}: missing `version = \"...\"` at the top; add one and bump it on every change")
-    return data, f"{declared}+{content_hash(text)[:8]}"
-
-
 def _strings(table: dict, keys: tuple[str, ...], where: str) -> None:
     for key in keys:
         if not isinstance(table.get(key), str) or not table[key].strip():
@@ -130,7 +115,7 @@ def _strings(table: dict, keys: tuple[str, ...], where: str) -> None:
 @cache
 def load_catalog() -> Catalog:
     name = "countries.toml"
-    data, version = _read(name)
+    data, version = read_versioned(__name__, name)
     countries, categories = {}, {}
     for code, table in (data.get("countries") or {}).items():
         _strings(table, ("name", "name_en"), f"{name} [countries.{code}]")
@@ -149,7 +134,7 @@ def load_catalog() -> Catalog:
 @cache
 def load_perspectives() -> Perspectives:
     name = "perspectives.toml"
-    data, version = _read(name)
+    data, version = read_versioned(__name__, name)
     frame = data.get("frame") or {}
     _strings(frame, ("intro", "format", "completion", "chat"), f"{name} [frame]")
     out = {}
@@ -166,7 +151,7 @@ def load_perspectives() -> Perspectives:
 @cache
 def load_probe_frames() -> ProbeFrames:
     name = "probe.toml"
-    data, version = _read(name)
+    data, version = read_versioned(__name__, name)
     choice = data.get("choice") or {}
     _strings(choice, ("system", "user"), f"{name} [choice]")
     for slot in ("{context}", "{first}", "{second}"):
@@ -179,7 +164,7 @@ def load_probe_frames() -> ProbeFrames:
 @cache
 def load_draft_frames() -> DraftFrames:
     name = "instantiate.toml"
-    data, version = _read(name)
+    data, version = read_versioned(__name__, name)
     _strings(data, ("chat", "completion"), name)
     return DraftFrames(version, data["chat"], data["completion"])
 
@@ -190,7 +175,7 @@ DEMO_FIELDS = ("country", "category", "target_group", "stereotype", "context", "
 @cache
 def load_demo_seed() -> DemoSeed:
     name = "demo_seed.toml"
-    data, version = _read(name)
+    data, version = read_versioned(__name__, name)
     catalog = load_catalog()
     items = data.get("items") or []
     for i, item in enumerate(items):
