@@ -64,9 +64,10 @@ def run_cycle(
         generate = generate_batch(db, cfg, batch_id, run_id, deployments=deployments,
                                   progress=_tracked(db, run_id, stage, progress), stop=stop)
         if stop is not None and stop.is_set():
-            runs.finish_run(db, run_id, runs.ABANDONED, counts=runs.batch_counts(db, batch_id),
+            counts = runs.batch_counts(db, batch_id)
+            runs.finish_run(db, run_id, runs.ABANDONED, counts=counts,
                             error="stopped before the cycle finished; the next run with this label resumes it")
-            return CycleReport(run_id, batch_id, runs.ABANDONED, runs.batch_counts(db, batch_id), ingest, generate, None)
+            return CycleReport(run_id, batch_id, runs.ABANDONED, counts, ingest, generate, None)
         stage = "score"
         runs.set_stage(db, run_id, stage, batch_id=batch_id)
         score = score_batch(db, cfg, batch_id, embedder=embedder, progress=_tracked(db, run_id, stage, progress))
